@@ -1,0 +1,168 @@
+"""Spark SQL type names: parse DDL type strings without a JVM and name types canonically.
+
+`parse_type("array<decimal(10,2)>")` returns the pyspark DataType; `type_name(dt)` gives the
+canonical DDL string stored in aether.toml (`DataType.simpleString()`). Unknown names raise
+`UnknownSparkType` with the list of names that are understood.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql import types as T
+
+SIMPLE_TYPES: dict[str, type[T.DataType]] = {
+    "boolean": T.BooleanType,
+    "bool": T.BooleanType,
+    "tinyint": T.ByteType,
+    "byte": T.ByteType,
+    "smallint": T.ShortType,
+    "short": T.ShortType,
+    "int": T.IntegerType,
+    "integer": T.IntegerType,
+    "bigint": T.LongType,
+    "long": T.LongType,
+    "float": T.FloatType,
+    "real": T.FloatType,
+    "double": T.DoubleType,
+    "string": T.StringType,
+    "binary": T.BinaryType,
+    "date": T.DateType,
+    "timestamp": T.TimestampType,
+    "timestamp_ltz": T.TimestampType,
+    "timestamp_ntz": T.TimestampNTZType,
+    "void": T.NullType,
+}
+
+# DataType class names as they appear in source (`DoubleType()`), mapped to their DDL name.
+TYPE_CLASS_NAMES: dict[str, str] = {
+    "BooleanType": "boolean",
+    "ByteType": "tinyint",
+    "ShortType": "smallint",
+    "IntegerType": "int",
+    "LongType": "bigint",
+    "FloatType": "float",
+    "DoubleType": "double",
+    "StringType": "string",
+    "BinaryType": "binary",
+    "DateType": "date",
+    "TimestampType": "timestamp",
+    "TimestampNTZType": "timestamp_ntz",
+    "NullType": "void",
+}
+
+KNOWN_TYPE_NAMES = (
+    "boolean, tinyint, smallint, int, bigint, float, double, decimal(p,s), string, binary, "
+    "date, timestamp, timestamp_ntz, array<T>, map<K,V>, struct<name:T,...>"
+)
+
+
+class UnknownSparkType(ValueError):
+    """A type string that is not a Spark SQL type this tool understands."""
+
+    def __init__(self, text: str, detail: str = "") -> None:
+        self.text = text
+        extra = f" ({detail})" if detail else ""
+        super().__init__(f"unknown Spark type {text!r}{extra}; known types: {KNOWN_TYPE_NAMES}")
+
+
+def parse_type(text: str) -> T.DataType:
+    """Parse a Spark DDL type name (case-insensitive) into a pyspark DataType."""
+    parser = _TypeParser(text)
+    result = parser.parse_type()
+    parser.expect_end()
+    return result
+
+
+def type_name(data_type: T.DataType) -> str:
+    """The canonical DDL name of a type (`int`, `decimal(10,2)`, `array<string>`)."""
+    return data_type.simpleString()
+
+
+_TOKEN = re.compile(r"\s*(?:(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<number>\d+)|(?P<quoted>`(?:[^`]|``)*`)|(?P<punct>[<>(),:]))")
+
+
+class _TypeParser:
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str) or not text.strip():
+            raise UnknownSparkType(str(text), "empty")
+        self.text = text
+        self.tokens: list[tuple[str, str]] = []
+        pos = 0
+        stripped = text.rstrip()
+        while pos < len(stripped):
+            match = _TOKEN.match(stripped, pos)
+            if not match or match.end() == pos:
+                raise UnknownSparkType(text, f"unexpected character at position {pos}")
+            kind = match.lastgroup or ""
+            self.tokens.append((kind, match.group(kind)))
+            pos = match.end()
+        self.index = 0
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.index] if self.index < len(self.tokens) else None
+
+    def take(self, kind: str | None = None, value: str | None = None) -> str:
+        token = self.peek()
+        if token is None or (kind and token[0] != kind) or (value and token[1] != value):
+            wanted = value or kind or "more"
+            raise UnknownSparkType(self.text, f"expected {wanted!r}")
+        self.index += 1
+        return token[1]
+
+    def expect_end(self) -> None:
+        if self.peek() is not None:
+            raise UnknownSparkType(self.text, f"unexpected {self.peek()[1]!r}")  # type: ignore[index]
+
+    def parse_type(self) -> T.DataType:
+        word = self.take("word").lower()
+        if word in SIMPLE_TYPES:
+            return SIMPLE_TYPES[word]()
+        if word in ("decimal", "dec", "numeric"):
+            if self.peek() == ("punct", "("):
+                self.take("punct", "(")
+                precision = int(self.take("number"))
+                scale = 0
+                if self.peek() == ("punct", ","):
+                    self.take("punct", ",")
+                    scale = int(self.take("number"))
+                self.take("punct", ")")
+                if not (1 <= precision <= 38 and 0 <= scale <= precision):
+                    raise UnknownSparkType(self.text, "decimal precision must be 1..38 and scale 0..precision")
+                return T.DecimalType(precision, scale)
+            return T.DecimalType(10, 0)
+        if word in ("varchar", "char"):
+            self.take("punct", "(")
+            self.take("number")
+            self.take("punct", ")")
+            return T.StringType()
+        if word == "array":
+            self.take("punct", "<")
+            element = self.parse_type()
+            self.take("punct", ">")
+            return T.ArrayType(element, True)
+        if word == "map":
+            self.take("punct", "<")
+            key = self.parse_type()
+            self.take("punct", ",")
+            value = self.parse_type()
+            self.take("punct", ">")
+            return T.MapType(key, value, True)
+        if word == "struct":
+            self.take("punct", "<")
+            fields: list[T.StructField] = []
+            while self.peek() != ("punct", ">"):
+                if fields:
+                    self.take("punct", ",")
+                token = self.peek()
+                if token is None:
+                    break
+                name = self.take(token[0])
+                if token[0] == "quoted":
+                    name = name[1:-1].replace("``", "`")
+                if self.peek() == ("punct", ":"):
+                    self.take("punct", ":")
+                fields.append(T.StructField(name, self.parse_type(), True))
+            self.take("punct", ">")
+            return T.StructType(fields)
+        raise UnknownSparkType(self.text)

@@ -1,0 +1,51 @@
+"""The comparator: null, NaN, signed zero and type aware, bit exact for floats."""
+
+from decimal import Decimal
+
+import pytest
+
+from aether_mcp.harness.compare import difference, identical, ulp_distance
+from aether_mcp.harness.value_codec import Raised
+
+
+@pytest.mark.parametrize(
+    "expected, actual",
+    [(None, None), (float("nan"), float("nan")), (1.5, 1.5), ("a", "a"), ([None, 1.0], [None, 1.0]), (Decimal("1.50"), Decimal("1.50"))],
+)
+def test_identical_values(expected, actual):
+    assert difference(expected, actual) is None
+
+
+@pytest.mark.parametrize(
+    "expected, actual, kind",
+    [
+        (None, 0.0, "null vs value"),
+        (float("nan"), None, "null vs value"),
+        (float("nan"), 1.0, "NaN"),
+        (0.0, -0.0, "sign of zero"),
+        (1, 1.0, "type"),
+        (True, 1, "type"),
+        (0.1 + 0.2, 0.3, "1 ULP apart"),
+        (float("inf"), float("-inf"), "value"),
+        (Decimal("1.5"), Decimal("1.50"), "value"),
+        ("gold", "gold ", "value"),
+        ([1.0, 2.0], [1.0], "length"),
+        ([1.0, 2.0], [1.0, -2.0], "at [1]"),
+        (Raised("ValueError", ""), None, "exception"),
+    ],
+)
+def test_differences_are_found_and_named(expected, actual, kind):
+    found = difference(expected, actual)
+    assert found is not None and kind in found
+
+
+def test_raised_values_match_on_exception_type():
+    assert identical(Raised("ValueError", "a"), Raised("ValueError", "b"))
+    assert not identical(Raised("ValueError", "a"), Raised("TypeError", "a"))
+
+
+def test_ulp_distance_counts_representable_doubles():
+    assert ulp_distance(1.0, 1.0) == 0
+    assert ulp_distance(1.0, 1.0000000000000002) == 1
+    assert ulp_distance(-0.0, 0.0) == 0
+    assert ulp_distance(-5e-324, 5e-324) == 2
