@@ -1,0 +1,3 @@
+from aether_mcp.cli import main
+
+main()

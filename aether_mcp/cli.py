@@ -1,0 +1,156 @@
+"""`aether-mcp serve` (MCP over stdio) and `aether-mcp demo` (the loop on a bundled example)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from aether_mcp import __version__
+
+DEMO_EXAMPLE = "loyalty_pricing"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="aether-mcp", description="Convert PySpark Python UDFs into fast, verified equivalents.")
+    parser.add_argument("--version", action="version", version=f"aether-mcp {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve MCP over stdio")
+    serve.add_argument("--root", default=".", help="the only directory the tools may touch (default: the current directory)")
+    demo = commands.add_parser("demo", help="run the conversion loop on a bundled example and print a summary")
+    demo.add_argument("--examples", default=None, help="folder holding the examples (default: the source checkout's examples/)")
+    demo.add_argument("--keep", default=None, help="keep the demo's files in this new folder instead of a temporary one")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        sys.exit(_serve(args.root))
+    sys.exit(_demo(args.examples, args.keep))
+
+
+def _serve(root: str) -> int:
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        print(f"aether-mcp: --root {root} is not a directory; give the folder that holds your PySpark jobs.", file=sys.stderr)
+        return 2
+    from aether_mcp.server import build_server
+
+    build_server(str(path)).run("stdio")
+    return 0
+
+
+def _demo(examples: str | None, keep: str | None) -> int:
+    from aether_mcp.harness.java_runtime import JavaUnavailable, check_java
+
+    try:
+        check_java()
+    except JavaUnavailable as exc:
+        print(f"aether-mcp demo: {exc}", file=sys.stderr)
+        return 2
+    source = Path(examples) if examples else Path(__file__).resolve().parents[1] / "examples"
+    example = source / DEMO_EXAMPLE
+    if not (example / "job.py").is_file():
+        print(f"aether-mcp demo: no examples at {source}; run it from a source checkout or pass --examples DIR.", file=sys.stderr)
+        return 2
+    if keep:
+        root = Path(keep)
+        if root.exists() and any(root.iterdir()):
+            print(f"aether-mcp demo: --keep {keep} exists and is not empty; give a new folder.", file=sys.stderr)
+            return 2
+        root.mkdir(parents=True, exist_ok=True)
+    else:
+        root = Path(tempfile.mkdtemp(prefix="aether-demo-"))
+    try:
+        shutil.copytree(example, root / "jobs" / DEMO_EXAMPLE)
+        import anyio
+
+        return anyio.run(_demo_loop, root)
+    except DemoFailed as exc:
+        print(f"aether-mcp demo: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+async def _demo_loop(root: Path) -> int:
+    from mcp import Client
+
+    from aether_mcp.server import build_server
+
+    job = f"jobs/{DEMO_EXAMPLE}"
+    started = time.monotonic()
+    lines: list[str] = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    async with Client(build_server(str(root))) as client:
+
+        async def call(tool: str, **arguments):
+            result = await client.call_tool(tool, arguments)
+            if result.is_error:
+                raise DemoFailed(f"{tool} failed: {result.content[0].text if result.content else ''}")
+            return result.structured_content or {}
+
+        say(f"aether-mcp demo: converting a UDF from {job}/job.py (server root {root})")
+        created = await call("init_workspace", source=f"{job}/job.py", udf="loyalty_discount")
+        ws = created["workspace"]
+        udf = created["udf"]
+        signature = ", ".join(f"{a['name']} {a['type']}" for a in udf["args"])
+        say(f"1. init_workspace  -> {udf['name']}({signature}) -> {udf['return_type']}, extracted to original/udf.py")
+
+        cases = (root / job / "cases.py").read_text(encoding="utf-8")
+        await call("write_file", workspace=ws, path="tests/cases.py", content=cases)
+        count = cases.count('"args"')
+        say(f"2. write_file      -> tests/cases.py with {count} behaviour cases")
+
+        run = await call("run_tests", workspace=ws, target="original")
+        say(f"3. run_tests       -> original: {_counts(run)} in {run['duration_s']:.1f}s through Spark")
+        if run["failed"] or run["errors"]:
+            raise DemoFailed("the bundled cases do not pass on the original UDF")
+
+        snap = await call("snapshot", workspace=ws, label="tests pin the original")
+        say(f"4. snapshot        -> snapshot {snap['snapshot_id']} ({len(snap['files'])} files)")
+
+        naive = (root / job / "candidates" / "naive_sql.py").read_text(encoding="utf-8")
+        await call("write_file", workspace=ws, path="candidate/naive.py", content=naive)
+        run = await call("run_tests", workspace=ws, target="candidate:naive")
+        failing = [_assertion(t["message"]) for t in run["tests"] if t["outcome"] in ("failed", "error")]
+        say(f"5. run_tests       -> candidate:naive (a plausible one-line rewrite): {_counts(run)}")
+        for message in failing[:3]:
+            say(f"     caught: {message[:160]}")
+
+        reverted = await call("revert", workspace=ws, snapshot_id=snap["snapshot_id"])
+        say(f"6. revert          -> back to snapshot {reverted['reverted_to']} (removed {', '.join(reverted['deleted'])}; kept as snapshot {reverted['backup_snapshot_id']})")
+
+        good = (root / job / "candidates" / "discount_sql.py").read_text(encoding="utf-8")
+        await call("write_file", workspace=ws, path="candidate/discount_sql.py", content=good)
+        run = await call("run_tests", workspace=ws, target="candidate:discount_sql")
+        say(f"7. run_tests       -> candidate:discount_sql (careful rewrite): {_counts(run)}")
+        ok = not (run["failed"] or run["errors"]) and bool(failing)
+        say(f"Done in {time.monotonic() - started:.0f}s: the tests pin the original, caught the naive rewrite, and pass on the careful one.")
+        return 0 if ok else 1
+
+
+class DemoFailed(RuntimeError):
+    pass
+
+
+def _assertion(message: str) -> str:
+    """The assertion line of a pytest failure, without pytest's prefix."""
+    for line in message.splitlines():
+        if line.startswith("E   AssertionError: "):
+            return line.removeprefix("E   AssertionError: ")
+    return message.strip().splitlines()[-1] if message.strip() else ""
+
+
+def _counts(run: dict) -> str:
+    parts = [f"{run['passed']} passed"]
+    if run["failed"]:
+        parts.append(f"{run['failed']} failed")
+    if run["errors"]:
+        parts.append(f"{run['errors']} errors")
+    return ", ".join(parts)

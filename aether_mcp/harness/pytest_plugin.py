@@ -1,0 +1,142 @@
+"""The pytest plugin `run_tests` loads into each test run: the `udf_under_test` fixture and the report.
+
+`udf_under_test(rows)` sends argument rows to the Spark worker for the run's target and returns
+the outputs as Python values, in order; where the target raised on a row, the output is a
+`Raised` value. The plugin writes a structured report (and a progress stream) for the server.
+The fixture belongs to the harness: a test file that defines its own `udf_under_test` errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import pytest
+
+from aether_mcp.harness import value_codec
+from aether_mcp.harness.worker_protocol import WorkerUnavailable, request
+
+MESSAGE_CAP = 2000
+
+
+class HarnessError(Exception):
+    """The harness could not evaluate the rows (bad rows, a target that cannot run, no worker)."""
+
+
+class UdfUnderTest:
+    """Evaluates the run's target on argument rows through Spark."""
+
+    def __init__(self, socket_path: str, workspace: str, target: str, deadline: float) -> None:
+        self.socket_path = socket_path
+        self.workspace = workspace
+        self.target = target
+        self.deadline = deadline
+
+    def __call__(self, rows: Iterable[Iterable[Any]]) -> list[Any]:
+        __tracebackhide__ = True
+        rows = [list(row) if isinstance(row, (list, tuple)) else row for row in rows]
+        if not rows:
+            return []
+        try:
+            encoded = value_codec.encode(rows)
+        except TypeError as exc:
+            raise HarnessError(f"udf_under_test: {exc}") from None
+        message = {"op": "evaluate", "workspace": self.workspace, "target": self.target, "rows": encoded}
+        try:
+            reply = request(self.socket_path, message, timeout_s=max(1.0, self.deadline - time.time()))
+        except WorkerUnavailable as exc:
+            raise HarnessError(f"udf_under_test could not reach Spark: {exc}") from None
+        if not reply.get("ok"):
+            raise HarnessError(str(reply.get("message")))
+        return value_codec.decode(reply["outputs"])
+
+    def __repr__(self) -> str:
+        return f"<udf_under_test target={self.target}>"
+
+
+@pytest.fixture(scope="session")
+def udf_under_test() -> UdfUnderTest:
+    """Evaluate the target under test on a list of argument rows; returns the outputs in order."""
+    return UdfUnderTest(
+        socket_path=os.environ["AETHER_WORKER_SOCKET"],
+        workspace=os.environ["AETHER_WORKSPACE"],
+        target=os.environ["AETHER_TARGET"],
+        deadline=float(os.environ.get("AETHER_DEADLINE", time.time() + 300)),
+    )
+
+
+class _Reporter:
+    def __init__(self, report_path: Path, progress_path: Path) -> None:
+        self.report_path = report_path
+        self.progress_path = progress_path
+        self.results: dict[str, dict[str, Any]] = {}
+        self.collected = 0
+        self.overridden: dict[str, str] = {}
+
+    def progress(self, event: dict[str, Any]) -> None:
+        with open(self.progress_path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(event) + "\n")
+
+    def set(self, nodeid: str, outcome: str, message: str, duration: float = 0.0) -> None:
+        previous = self.results.get(nodeid)
+        if previous and previous["outcome"] in ("failed", "error") and outcome == "passed":
+            return
+        self.results[nodeid] = {"nodeid": nodeid, "outcome": outcome, "message": _cap(message), "duration_s": round(duration, 3)}
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items) -> None:
+        self.collected = len(items)
+        for item in items:
+            definitions = getattr(item, "_fixtureinfo", None)
+            fixturedefs = definitions.name2fixturedefs.get("udf_under_test") if definitions else None
+            if fixturedefs and fixturedefs[-1].baseid != "":
+                self.overridden[item.nodeid] = fixturedefs[-1].baseid
+        self.progress({"event": "collected", "count": self.collected})
+
+    def pytest_runtest_setup(self, item) -> None:
+        if item.nodeid in self.overridden:
+            raise HarnessError(
+                f"udf_under_test is provided by the harness; remove the fixture of that name defined in "
+                f"{self.overridden[item.nodeid]} so the test runs against the real target"
+            )
+
+    def pytest_collectreport(self, report) -> None:
+        if report.failed:
+            self.set(report.nodeid or "<collection>", "error", str(report.longreprtext))
+
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        self.progress({"event": "start", "nodeid": nodeid})
+
+    def pytest_runtest_logreport(self, report) -> None:
+        xfail = hasattr(report, "wasxfail")
+        if report.when in ("setup", "teardown") and report.failed:
+            self.set(report.nodeid, "error", report.longreprtext, report.duration)
+        elif report.skipped:
+            reason = report.wasxfail if xfail else (report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr))
+            self.set(report.nodeid, "xfailed" if xfail else "skipped", str(reason), report.duration)
+        elif report.when == "call":
+            outcome = ("xpassed" if xfail else "passed") if report.passed else "failed"
+            self.set(report.nodeid, outcome, report.longreprtext if report.failed else "", report.duration)
+        if report.when == "teardown":
+            result = self.results.get(report.nodeid)
+            self.progress({"event": "finished", **(result or {"nodeid": report.nodeid, "outcome": "error", "message": ""})})
+
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        report = {"exitstatus": int(exitstatus), "collected": self.collected, "tests": list(self.results.values())}
+        partial = self.report_path.with_suffix(".partial")
+        partial.write_text(json.dumps(report), encoding="utf-8")
+        partial.replace(self.report_path)
+
+
+def _cap(text: str) -> str:
+    text = text or ""
+    return text if len(text) <= MESSAGE_CAP else text[: MESSAGE_CAP - 40] + f"\n... [{len(text) - MESSAGE_CAP + 40} more characters in the log]"
+
+
+def pytest_configure(config) -> None:
+    report_path = os.environ.get("AETHER_REPORT_PATH")
+    if report_path:
+        config.pluginmanager.register(_Reporter(Path(report_path), Path(os.environ["AETHER_PROGRESS_PATH"])), "aether-reporter")

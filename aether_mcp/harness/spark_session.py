@@ -1,0 +1,29 @@
+"""Create the SparkSession a worker keeps warm: local mode, the workspace's confs, quiet logs."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Harness settings that change nothing a UDF computes, only how quietly and quickly Spark runs.
+HARNESS_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
+
+
+def create_session(master: str, conf: dict[str, str], app_name: str):
+    """A SparkSession for `master` with `conf` over the harness defaults; Python workers use this interpreter."""
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in {**HARNESS_CONF, **conf}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

@@ -1,0 +1,175 @@
+"""A Spark worker process: one warm SparkSession serving evaluation requests on a Unix socket.
+
+Started by the server's WorkerPool as `python -m aether_mcp.harness.spark_worker`. The
+`reference` role only ever loads a workspace's `original/udf.py` (after checking the workspace's
+protected files) and caches its outputs per row by content hash; the `candidate` role loads
+agent code and is never trusted. Requests are served one at a time on the session; the process
+exits when its parent (the server) goes away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import socket
+import socketserver
+import sys
+import threading
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+from aether_mcp.harness import value_codec
+from aether_mcp.harness.worker_protocol import receive_message, send_message
+
+MAX_CACHED_ROWS = 500_000
+
+
+class SparkWorker:
+    def __init__(self, role: str, master: str, conf: dict[str, str]) -> None:
+        self.role = role
+        self.master = master
+        self.conf = conf
+        self.session_lock = threading.Lock()
+        self.spark = None
+        self.spark_error: str | None = None
+        self.spark_ready = threading.Event()
+        self.reference_cache: dict[str, Any] = {}
+
+    def start_spark(self) -> None:
+        from aether_mcp.harness.spark_session import create_session
+
+        try:
+            self.spark = create_session(self.master, self.conf, app_name=f"aether-mcp-{self.role}")
+        except Exception as exc:  # reported to every request, and the server restarts the worker
+            self.spark_error = f"Spark failed to start: {exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            traceback.print_exc()
+        finally:
+            self.spark_ready.set()
+
+    def handle(self, message: dict[str, Any]) -> dict[str, Any]:
+        op = message.get("op")
+        if op == "ping":
+            return {"ok": True, "pid": os.getpid(), "role": self.role, "spark_ready": self.spark_ready.is_set() and self.spark is not None}
+        if op == "evaluate":
+            return self.evaluate(message)
+        return {"ok": False, "error_kind": "refused", "message": f"unknown request {op!r}"}
+
+    def evaluate(self, message: dict[str, Any]) -> dict[str, Any]:
+        from aether_mcp.harness.target_evaluation import BadRows, TargetError, evaluate_rows, load_target
+        from aether_mcp.path_guard import SandboxRoot
+        from aether_mcp.workspace import Workspace
+
+        target = str(message.get("target", ""))
+        if self.role == "reference" and target != "original":
+            return {"ok": False, "error_kind": "refused", "message": "the reference worker evaluates only the original UDF"}
+        if self.role == "candidate" and not target.startswith("candidate:"):
+            return {"ok": False, "error_kind": "refused", "message": "the candidate worker evaluates only candidate:<name> targets"}
+        try:
+            path = Path(str(message["workspace"]))
+            workspace = Workspace(SandboxRoot(path), path)
+            rows = value_codec.decode(message.get("rows", []))
+        except Exception as exc:
+            return {"ok": False, "error_kind": "refused", "message": f"bad request: {exc}"}
+        if not isinstance(rows, list):
+            return {"ok": False, "error_kind": "rows", "message": "rows must be a list of argument rows"}
+        if self.role == "reference" and not workspace.integrity().intact:
+            return {"ok": False, "error_kind": "refused", "message": f"workspace protected files changed: {workspace.integrity().describe()}"}
+        self.spark_ready.wait()
+        if self.spark is None:
+            return {"ok": False, "error_kind": "spark", "message": self.spark_error or "Spark is not available"}
+        with self.session_lock:
+            try:
+                loaded = load_target(workspace.path, workspace.config, target)
+                keys = self._cache_keys(workspace, loaded.source_digest, rows) if self.role == "reference" else None
+                missing = list(range(len(rows))) if keys is None else [i for i, key in enumerate(keys) if key not in self.reference_cache]
+                outputs: list[Any] = [None] * len(rows)
+                if missing:
+                    computed, output_type = evaluate_rows(self.spark, workspace.config, loaded, [rows[i] for i in missing])
+                    for index, value in zip(missing, computed):
+                        outputs[index] = value
+                else:
+                    output_type = workspace.config.udf.return_type
+                if keys is not None:
+                    for index in missing:
+                        if len(self.reference_cache) < MAX_CACHED_ROWS:
+                            self.reference_cache[keys[index]] = outputs[index]
+                    for index, key in enumerate(keys):
+                        outputs[index] = self.reference_cache.get(key, outputs[index])
+            except BadRows as exc:
+                return {"ok": False, "error_kind": "rows", "message": str(exc)}
+            except TargetError as exc:
+                return {"ok": False, "error_kind": "target", "message": str(exc)}
+        return {
+            "ok": True,
+            "outputs": value_codec.encode(outputs),
+            "output_type": output_type,
+            "evaluated": len(missing),
+        }
+
+    @staticmethod
+    def _cache_keys(workspace, source_digest: str, rows: list[Any]) -> list[str]:
+        context = source_digest + workspace.config.model_dump_json()
+        return [hashlib.sha256((context + value_codec.dumps(row)).encode()).hexdigest() for row in rows]
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: _Server
+
+    def handle(self) -> None:
+        while True:
+            try:
+                message = receive_message(self.request)
+            except (ConnectionError, ValueError, OSError):
+                return
+            if message is None:
+                return
+            try:
+                reply = self.server.worker.handle(message)
+            except Exception as exc:  # a worker bug: report it, keep serving
+                traceback.print_exc()
+                reply = {"ok": False, "error_kind": "internal", "message": f"{exc.__class__.__name__}: {exc}"}
+            try:
+                send_message(self.request, reply)
+            except OSError:
+                return
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    worker: SparkWorker
+
+
+def _exit_when_orphaned(parent_pid: int) -> None:
+    while True:
+        if os.getppid() != parent_pid:
+            os._exit(0)
+        time.sleep(1.0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="aether_mcp.harness.spark_worker")
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--role", choices=("reference", "candidate"), required=True)
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--conf-json", default="{}")
+    parser.add_argument("--parent-pid", type=int, required=True)
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    threading.Thread(target=_exit_when_orphaned, args=(args.parent_pid,), daemon=True).start()
+    worker = SparkWorker(args.role, args.master, json.loads(args.conf_json))
+    server = _Server(args.socket, _Handler)
+    server.worker = worker
+    threading.Thread(target=worker.start_spark, daemon=True).start()
+    print(f"aether-mcp {args.role} worker listening on {args.socket}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""The server's Spark workers: started on first use, kept warm, restarted after a crash or a timeout.
+
+One worker per (role, Spark master and confs): workspaces with the same confs share a warm
+SparkSession. At most `max_workers` run at once; the least recently used one is stopped to make
+room. Sockets and worker logs live in a private temporary directory of the server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from aether_mcp.harness import subprocess_runner
+from aether_mcp.harness.java_runtime import JavaUnavailable, check_java
+from aether_mcp.harness.worker_protocol import WorkerUnavailable, request
+from aether_mcp.workspace import SparkConfig, state_home
+
+ROLES = ("reference", "candidate")
+
+
+@dataclass
+class WorkerHandle:
+    role: str
+    key: str
+    socket_path: str
+    log_path: Path
+    process: subprocess_runner.RunningProcess
+    last_used: float
+
+    def alive(self) -> bool:
+        return self.process.alive()
+
+
+class WorkerPool:
+    def __init__(self, max_workers: int = 4, start_timeout_s: float = 60.0) -> None:
+        self.max_workers = max_workers
+        self.start_timeout_s = start_timeout_s
+        self.directory = Path(tempfile.mkdtemp(prefix="aether-mcp-"))
+        self._workers: dict[str, WorkerHandle] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self.starts = 0
+
+    def get(self, role: str, spark: SparkConfig) -> WorkerHandle:
+        """A live worker for `role` with these Spark settings, starting one when needed."""
+        assert role in ROLES
+        key = f"{role}-" + hashlib.sha256(json.dumps([spark.master, spark.conf], sort_keys=True).encode()).hexdigest()[:12]
+        with self._lock:
+            if self._closed:
+                raise ToolError("the server is shutting down; start it again and retry.")
+            handle = self._workers.get(key)
+            if handle is not None and handle.alive():
+                handle.last_used = time.monotonic()
+                return handle
+            if handle is not None:
+                self._stop(handle)
+            try:
+                check_java(subprocess_runner.child_env())
+            except JavaUnavailable as exc:
+                raise ToolError(str(exc)) from None
+            while len(self._workers) >= self.max_workers:
+                self._stop(min(self._workers.values(), key=lambda h: h.last_used))
+            handle = self._start(role, key, spark)
+            self._workers[key] = handle
+            return handle
+
+    def discard(self, handle: WorkerHandle) -> None:
+        """Stop a worker that may be stuck (after a timeout); the next `get` starts a fresh one."""
+        with self._lock:
+            self._stop(handle)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for handle in list(self._workers.values()):
+                self._stop(handle)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _start(self, role: str, key: str, spark: SparkConfig) -> WorkerHandle:
+        self.starts += 1
+        socket_path = str(self.directory / f"{key}-{self.starts}.sock")
+        log_path = self.directory / f"{key}-{self.starts}.log"
+        argv = [
+            sys.executable,
+            "-I",
+            "-B",
+            "-m",
+            "aether_mcp.harness.spark_worker",
+            "--socket",
+            socket_path,
+            "--role",
+            role,
+            "--master",
+            spark.master,
+            "--conf-json",
+            json.dumps(spark.conf),
+            "--parent-pid",
+            str(os.getpid()),
+        ]
+        env = {
+            "AETHER_MCP_STATE_DIR": str(state_home()),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYARROW_IGNORE_TIMEZONE": "1",
+            "PYTHONHASHSEED": "0",
+        }
+        process = subprocess_runner.start(argv, cwd=self.directory, log_path=log_path, env_extra=env)
+        handle = WorkerHandle(role, key, socket_path, log_path, process, time.monotonic())
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if not process.alive():
+                process.finish_output()
+                raise ToolError(
+                    f"the {role} Spark worker exited while starting (log: {log_path}); last output: "
+                    f"{process.tail()[-800:]!r}. Check that pyspark is installed in {sys.executable}."
+                )
+            if os.path.exists(socket_path):
+                try:
+                    request(socket_path, {"op": "ping"}, timeout_s=5)
+                    return handle
+                except WorkerUnavailable:
+                    pass
+            time.sleep(0.1)
+        process.kill()
+        raise ToolError(f"the {role} Spark worker did not start within {self.start_timeout_s:.0f}s (log: {log_path}).")
+
+    def _stop(self, handle: WorkerHandle) -> None:
+        handle.process.kill()
+        if self._workers.get(handle.key) is handle:
+            del self._workers[handle.key]
+        try:
+            os.unlink(handle.socket_path)
+        except OSError:
+            pass

@@ -1,0 +1,223 @@
+"""The MCP layer, and only that: tool registration, titles, annotations, descriptions, errors.
+
+Every tool is a plain function in `aether_mcp.tools`; this module binds them to one server root
+and one worker pool. Tools are registered in a fixed order, which is the order of `tools/list`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from functools import partial
+from typing import Annotated, AsyncIterator
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from aether_mcp import __version__
+from aether_mcp.harness.worker_pool import WorkerPool
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.tools import files, snapshots, test_runs, workspaces
+
+INSTRUCTIONS = """\
+aether-mcp converts one PySpark Python UDF at a time into a faster equivalent and proves the two
+equal as Spark runs them. Loop: init_workspace(source, udf) -> write tests/cases.py ->
+run_tests(workspace, "original") until the tests pin the original -> write candidate/<name>.py ->
+run_tests(workspace, "candidate:<name>"). snapshot/revert/diff keep work safe; workspace_status
+says where a workspace stands. Only files inside the server root can be used."""
+
+WorkspaceArg = Annotated[str, Field(description="the workspace path returned by init_workspace (absolute, or relative to the server root)")]
+SnapshotIdArg = Annotated[int, Field(description="a snapshot id from snapshot or list_snapshots")]
+
+
+def _annotations(*, read_only: bool, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
+    return ToolAnnotations(
+        readOnlyHint=read_only,
+        destructiveHint=None if read_only else destructive,
+        idempotentHint=idempotent,
+        openWorldHint=False,
+    )
+
+
+def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
+    """An MCP server whose tools can reach only files inside `root`."""
+    sandbox = SandboxRoot(root)
+    pool = workers or WorkerPool()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if workers is None:  # a pool passed in belongs to the caller
+                pool.close()
+
+    server = MCPServer(name="aether-mcp", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
+
+    @server.tool(
+        name="init_workspace",
+        title="Create a conversion workspace for one UDF",
+        annotations=_annotations(read_only=False),
+        description=(
+            "Constraints: `source` must be a Python file inside the server root; it is parsed, never run. "
+            "`udf` names one UDF in it (@udf/@pandas_udf function, `name = udf(fn, type)`, or a "
+            "spark.udf.register name; `name:LINE` picks one of several). Argument Spark types come from type "
+            "hints or `arg_types` ({\"amount\": \"double\"}); without either the call is refused. `workspace` "
+            "(default aether_workspaces/<udf>) must be new or empty.\n"
+            "Extracts the UDF with exactly the imports, constants and helpers it uses into original/udf.py "
+            "(protected), freezes aether.toml (UDF contract, Spark confs from the job), adds tests/ and "
+            "candidate/ templates, and takes snapshot 0. Returns the workspace path and the UDF's signature."
+        ),
+    )
+    def init_workspace(
+        source: Annotated[str, Field(description="the PySpark job's .py file, relative to the server root")],
+        udf: Annotated[str, Field(description="the UDF's name (or name:LINE)")],
+        arg_types: Annotated[dict[str, str] | None, Field(description="Spark DDL type per argument name, e.g. {\"age\": \"int\"}")] = None,
+        workspace: Annotated[str | None, Field(description="folder for the new workspace, inside the root")] = None,
+        return_type: Annotated[str | None, Field(description="override the return type (Spark DDL), when the source's cannot be read")] = None,
+    ) -> workspaces.InitWorkspaceResult:
+        return workspaces.init_workspace(sandbox, source, udf, arg_types=arg_types, workspace=workspace, return_type=return_type)
+
+    @server.tool(
+        name="workspace_status",
+        title="Where a workspace stands",
+        annotations=_annotations(read_only=True, idempotent=True),
+        description=(
+            "Read-only; works even on a workspace whose protected files were edited (it says what changed and "
+            "how to recover). Returns the UDF contract, files (protected or editable), candidates, the number "
+            "of cases, snapshots, the last test run per target, and the phase gates so far."
+        ),
+    )
+    def workspace_status(workspace: WorkspaceArg) -> workspaces.WorkspaceStatusResult:
+        return workspaces.workspace_status(sandbox, workspace)
+
+    @server.tool(
+        name="list_files",
+        title="List workspace files",
+        annotations=_annotations(read_only=True, idempotent=True),
+        description=(
+            "Read-only; confined to the workspace; symlinks are listed, never followed; .aether/ is server "
+            "state (only .aether/runs/ can be listed). Lists files and folders under `path` (default: the whole "
+            "workspace), each marked protected or not."
+        ),
+    )
+    def list_files(workspace: WorkspaceArg, path: Annotated[str, Field(description="folder inside the workspace")] = ".") -> files.ListFilesResult:
+        return files.list_files(sandbox, workspace, path)
+
+    @server.tool(
+        name="read_file",
+        title="Read a workspace file",
+        annotations=_annotations(read_only=True, idempotent=True),
+        description=(
+            "Read-only; confined to the workspace; text files only, first 256 KiB. Protected files "
+            "(original/udf.py, aether.toml) can be read; of .aether/ only test-run logs (.aether/runs/). "
+            "Returns the file's text."
+        ),
+    )
+    def read_file(workspace: WorkspaceArg, path: Annotated[str, Field(description="file path inside the workspace")]) -> files.ReadFileResult:
+        return files.read_file(sandbox, workspace, path)
+
+    @server.tool(
+        name="write_file",
+        title="Write a workspace file",
+        annotations=_annotations(read_only=False, destructive=True, idempotent=True),
+        description=(
+            "Constraints: confined to the workspace; at most 1 MiB of UTF-8 text; never writes through a "
+            "symlink; refuses protected files (aether.toml, original/, .aether/) and harness plumbing "
+            "(conftest.py, pytest.ini, pyproject.toml, setup.cfg, tox.ini). Creates or replaces the file "
+            "(parent folders are created). Use it for tests/cases.py, tests/test_*.py and candidate/<name>.py."
+        ),
+    )
+    def write_file(
+        workspace: WorkspaceArg,
+        path: Annotated[str, Field(description="file path inside the workspace, e.g. tests/cases.py")],
+        content: Annotated[str, Field(description="the complete new text of the file")],
+    ) -> files.WriteFileResult:
+        return files.write_file(sandbox, workspace, path, content)
+
+    @server.tool(
+        name="run_tests",
+        title="Run the workspace's tests against a target through Spark",
+        annotations=_annotations(read_only=False, idempotent=True),
+        description=(
+            "Constraints: `target` is 'original' or 'candidate:<name>' (file candidate/<name>.py); the workspace "
+            "needs tests/test_*.py; the run is killed after `timeout_s` (default from aether.toml, 300 s). "
+            "Needs Java 17+. Runs pytest in a separate sandboxed process with the harness fixture "
+            "`udf_under_test(rows)` bound to the target: it evaluates argument rows through a real SparkSession "
+            "and returns the outputs. Returns counts, each test's outcome with a capped message, and the path "
+            "of the full log. Reports progress; cancelling stops the run."
+        ),
+    )
+    async def run_tests(
+        workspace: WorkspaceArg,
+        target: Annotated[str, Field(description="'original' or 'candidate:<name>'")],
+        ctx: Context,
+        timeout_s: Annotated[int | None, Field(description="hard limit for the whole run, 1..3600 s")] = None,
+    ) -> test_runs.RunTestsResult:
+        cancel = threading.Event()
+
+        def progress(done: int, total: int | None, message: str) -> None:
+            with contextlib.suppress(Exception):  # a client that went away must not fail the run
+                anyio.from_thread.run(partial(ctx.report_progress, done, total, message))
+
+        call = partial(test_runs.run_tests, sandbox, pool, workspace, target, timeout_s=timeout_s, cancel=cancel, progress=progress)
+        try:
+            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        finally:
+            cancel.set()
+
+    @server.tool(
+        name="snapshot",
+        title="Snapshot the agent's files",
+        annotations=_annotations(read_only=False),
+        description=(
+            "Records every editable file (tests, candidates, notes; never protected files) under a label in the "
+            "workspace's own store under .aether/ (no git involved). Returns the snapshot_id for revert and diff."
+        ),
+    )
+    def snapshot(workspace: WorkspaceArg, label: Annotated[str, Field(description="what this state is, up to 200 characters")]) -> snapshots.SnapshotResult:
+        return snapshots.snapshot(sandbox, workspace, label)
+
+    @server.tool(
+        name="list_snapshots",
+        title="List snapshots",
+        annotations=_annotations(read_only=True, idempotent=True),
+        description="Read-only. Lists the workspace's snapshots (id, label, time, file count), oldest first; snapshot 0 is the workspace as created.",
+    )
+    def list_snapshots(workspace: WorkspaceArg) -> snapshots.ListSnapshotsResult:
+        return snapshots.list_snapshots(sandbox, workspace)
+
+    @server.tool(
+        name="diff",
+        title="Diff two snapshots",
+        annotations=_annotations(read_only=True, idempotent=True),
+        description=(
+            "Read-only. Unified diff of the editable files between snapshot `from_id` and snapshot `to_id` "
+            "(omit to_id to compare with the current files), with added/removed/modified lists; capped at 64 KiB."
+        ),
+    )
+    def diff(
+        workspace: WorkspaceArg,
+        from_id: SnapshotIdArg,
+        to_id: Annotated[int | None, Field(description="a later snapshot id; omit for the current files")] = None,
+    ) -> snapshots.DiffResult:
+        return snapshots.diff(sandbox, workspace, from_id, to_id)
+
+    @server.tool(
+        name="revert",
+        title="Revert the agent's files to a snapshot",
+        annotations=_annotations(read_only=False, destructive=True, idempotent=True),
+        description=(
+            "Restores every editable file to its content in the snapshot, byte for byte, and deletes editable "
+            "files created after it; protected files are never touched. The files being replaced are first "
+            "saved as a new snapshot (backup_snapshot_id), so a revert can itself be undone."
+        ),
+    )
+    def revert(workspace: WorkspaceArg, snapshot_id: SnapshotIdArg) -> snapshots.RevertResult:
+        return snapshots.revert(sandbox, workspace, snapshot_id)
+
+    return server

@@ -1,0 +1,155 @@
+"""read_file, write_file, list_files: editing a workspace for clients without an editor of their own.
+
+Confined to the workspace; a symlink is never followed out of it and never written through;
+protected files can be read but not written; `.aether/` is server state, of which only test-run
+logs (`.aether/runs/`) can be read.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.workspace import IGNORED_DIR_NAMES, STATE_DIR, Workspace
+
+MAX_READ_CHARS = 256 * 1024
+MAX_WRITE_BYTES = 1024 * 1024
+MAX_LIST_ENTRIES = 2000
+READABLE_STATE = ("runs",)
+
+
+class ReadFileResult(BaseModel):
+    path: str
+    content: str
+    size: int = Field(description="size of the file in bytes")
+    truncated: bool = Field(description="content holds only the first 256 KiB characters")
+    protected: bool
+
+
+class WriteFileResult(BaseModel):
+    path: str
+    bytes_written: int
+    created: bool
+
+
+class ListEntry(BaseModel):
+    path: str
+    type: Literal["file", "dir", "symlink"]
+    size: int | None = None
+    protected: bool
+
+
+class ListFilesResult(BaseModel):
+    workspace: str
+    entries: list[ListEntry]
+    truncated: bool
+
+
+def read_file(root: SandboxRoot, workspace: str, path: str) -> ReadFileResult:
+    opened = Workspace.open_intact(root, workspace)
+    target = opened.resolve(path, what="path")
+    relative = opened.relative(target)
+    if _is_hidden_state(relative):
+        raise ToolError(f"{relative} is server state and cannot be read; only test-run logs under {STATE_DIR}/runs/ can. Use workspace_status for the rest.")
+    if not target.exists():
+        raise ToolError(f"{relative} does not exist in the workspace. Call list_files to see what is there.")
+    if target.is_dir():
+        raise ToolError(f"{relative} is a folder; call list_files(workspace, {str(relative)!r}) to see its files.")
+    data = target.read_bytes()
+    if b"\x00" in data[:8192]:
+        raise ToolError(f"{relative} is a binary file; read_file returns text only.")
+    text = data.decode("utf-8", errors="replace")
+    return ReadFileResult(
+        path=relative.as_posix(),
+        content=text[:MAX_READ_CHARS],
+        size=len(data),
+        truncated=len(text) > MAX_READ_CHARS,
+        protected=opened.protection_reason(relative) is not None,
+    )
+
+
+def write_file(root: SandboxRoot, workspace: str, path: str, content: str) -> WriteFileResult:
+    opened = Workspace.open_intact(root, workspace)
+    lexical = opened.path / path if not Path(path).is_absolute() else Path(path)
+    target = opened.resolve(path, what="path")
+    relative = opened.relative(target)
+    for candidate in {relative, _lexical_relative(opened, lexical)}:
+        reason = opened.protection_reason(candidate) if candidate is not None else None
+        if reason:
+            raise ToolError(
+                f"{candidate} is protected and cannot be written: {reason}. Agent files go under tests/ "
+                "(cases.py, test_*.py) and candidate/ (<name>.py)."
+            )
+    if lexical.is_symlink() or any(parent.is_symlink() for parent in _parents_inside(opened, lexical)):
+        raise ToolError(f"{path} is or passes through a symlink; write_file never writes through links. Write a plain file path instead.")
+    if target.is_dir():
+        raise ToolError(f"{relative} is a folder; give a file path such as {relative}/name.py.")
+    data = content.encode("utf-8", errors="surrogatepass")
+    if len(data) > MAX_WRITE_BYTES:
+        raise ToolError(f"content is {len(data)} bytes; write_file accepts at most {MAX_WRITE_BYTES} bytes per file. Split it into smaller modules.")
+    created = not target.exists()
+    with opened.lock():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+        temporary.write_bytes(data)
+        os.replace(temporary, target)
+    return WriteFileResult(path=relative.as_posix(), bytes_written=len(data), created=created)
+
+
+def list_files(root: SandboxRoot, workspace: str, path: str = ".") -> ListFilesResult:
+    opened = Workspace.open_intact(root, workspace)
+    start = opened.resolve(path, what="path")
+    if not start.exists():
+        raise ToolError(f"{path} does not exist in the workspace; call list_files(workspace) for the whole tree.")
+    if _is_hidden_state(opened.relative(start)):
+        raise ToolError(f"{opened.relative(start)} is server state and cannot be listed; only {STATE_DIR}/runs/ can.")
+    entries: list[ListEntry] = []
+    for directory, dirnames, filenames in os.walk(start, followlinks=False):
+        here = Path(directory)
+        rel_dir = opened.relative(here)
+        descend = []
+        for name in sorted(dirnames):
+            rel = rel_dir / name
+            if name in IGNORED_DIR_NAMES:
+                continue
+            protected = opened.protection_reason(rel) is not None
+            if (here / name).is_symlink():
+                entries.append(ListEntry(path=rel.as_posix(), type="symlink", protected=protected))
+                continue
+            entries.append(ListEntry(path=rel.as_posix(), type="dir", protected=protected))
+            if not _is_hidden_state(rel):  # .aether/ is shown but not opened
+                descend.append(name)
+        dirnames[:] = descend
+        for name in sorted(filenames):
+            rel = rel_dir / name
+            if _is_hidden_state(rel):
+                continue
+            full = here / name
+            kind: Literal["file", "symlink"] = "symlink" if full.is_symlink() else "file"
+            size = None if kind == "symlink" else full.stat().st_size
+            entries.append(ListEntry(path=rel.as_posix(), type=kind, size=size, protected=opened.protection_reason(rel) is not None))
+        if len(entries) > MAX_LIST_ENTRIES:
+            break
+    entries.sort(key=lambda e: e.path)
+    return ListFilesResult(workspace=str(opened.path), entries=entries[:MAX_LIST_ENTRIES], truncated=len(entries) > MAX_LIST_ENTRIES)
+
+
+
+def _is_hidden_state(relative: PurePosixPath) -> bool:
+    parts = relative.parts
+    return bool(parts) and parts[0] == STATE_DIR and not (len(parts) >= 2 and parts[1] in READABLE_STATE)
+
+
+def _lexical_relative(workspace: Workspace, lexical: Path) -> PurePosixPath | None:
+    normal = Path(os.path.normpath(lexical))
+    return PurePosixPath(normal.relative_to(workspace.path).as_posix()) if normal.is_relative_to(workspace.path) else None
+
+
+def _parents_inside(workspace: Workspace, lexical: Path) -> list[Path]:
+    normal = Path(os.path.normpath(lexical))
+    return [p for p in normal.parents if p.is_relative_to(workspace.path) and p != workspace.path]

@@ -1,0 +1,259 @@
+"""run_tests: the workspace's pytest suite, in its own process, against the original or a candidate.
+
+pytest runs as `python -I -m pytest` with plugin autoload disabled, no conftest files, the
+harness's own ini file and plugin, stdin closed, its own process group and a hard timeout that
+kills the group. `udf_under_test` is bound to the target through a warm Spark worker. Results
+come from the structured report the harness plugin writes, never from the exit code.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+import sys
+import threading
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Callable, Literal
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field, ValidationError
+
+from aether_mcp.harness import subprocess_runner
+from aether_mcp.harness.target_evaluation import CANDIDATE_NAME
+from aether_mcp.harness.worker_pool import WorkerPool
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.tools.workspaces import latest_runs_path, tests_digest
+from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace
+
+MAX_TIMEOUT_S = 3600
+MAX_REPORTED_TESTS = 500
+Progress = Callable[[int, int | None, str], None]
+OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+
+
+class TestOutcome(BaseModel):
+    __test__ = False  # not a pytest test class
+
+    nodeid: str
+    outcome: Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
+    message: str = Field(description="failure text, capped; the full text is in the log")
+    duration_s: float = 0.0
+
+
+class RunTestsResult(BaseModel):
+    workspace: str
+    target: str
+    run_id: str
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    xfailed: int
+    total: int
+    tests: list[TestOutcome]
+    tests_truncated: int = Field(0, description="outcomes left out of `tests` (all are in the report file)")
+    timed_out: bool
+    duration_s: float
+    log_path: str = Field(description="full pytest output (readable with read_file)")
+    report_path: str
+    output_truncated: bool = Field(description="the test output exceeded the log cap")
+
+
+def run_tests(
+    root: SandboxRoot,
+    workers: WorkerPool,
+    workspace: str,
+    target: str,
+    timeout_s: int | None = None,
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
+) -> RunTestsResult:
+    opened = Workspace.open_intact(root, workspace)
+    target = _check_target(opened, target)
+    if timeout_s is not None and not (1 <= timeout_s <= MAX_TIMEOUT_S):
+        raise ToolError(f"timeout_s must be between 1 and {MAX_TIMEOUT_S} seconds (got {timeout_s}).")
+    test_files = sorted((opened.path / TESTS_DIR).glob("test_*.py")) if (opened.path / TESTS_DIR).is_dir() else []
+    if not test_files:
+        raise ToolError("the workspace has no tests: write tests/test_*.py files (tests/test_behaviour.py runs every case in tests/cases.py).")
+    digest = tests_digest(opened)
+    role = "reference" if target == "original" else "candidate"
+    worker = workers.get(role, opened.config.spark)
+
+    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    run_dir = opened.state_dir / "runs" / run_id
+    run_dir.mkdir(parents=True)
+    report_path = run_dir / "report.json"
+    progress_path = run_dir / "progress.jsonl"
+    log_path = run_dir / "pytest.log"
+    limit = timeout_s or opened.config.tests.timeout_s
+    argv = [
+        sys.executable,
+        "-I",
+        "-B",
+        "-m",
+        "pytest",
+        "-p",
+        "aether_mcp.harness.pytest_plugin",
+        "-p",
+        "no:cacheprovider",
+        "--noconftest",
+        "-c",
+        str(resources.files("aether_mcp") / "harness" / "pytest.ini"),
+        "--rootdir",
+        str(opened.path),
+        "--tb=short",
+        "-q",
+        TESTS_DIR,
+    ]
+    env = {
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "AETHER_WORKER_SOCKET": worker.socket_path,
+        "AETHER_WORKSPACE": str(opened.path),
+        "AETHER_TARGET": target,
+        "AETHER_REPORT_PATH": str(report_path),
+        "AETHER_PROGRESS_PATH": str(progress_path),
+        "AETHER_DEADLINE": str(time.time() + limit),
+    }
+    watcher = _ProgressWatcher(progress_path, progress)
+    outcome = subprocess_runner.run(argv, cwd=opened.path, log_path=log_path, timeout_s=limit, env_extra=env, cancel=cancel, on_poll=watcher.poll)
+    watcher.poll()  # the last tests often finish between two polls
+    if outcome.timed_out or outcome.cancelled:
+        # The worker may be stuck inside the hung evaluation; the next run gets a fresh one.
+        workers.discard(worker)
+    if outcome.cancelled:
+        raise ToolError(f"run_tests was cancelled; the test process and its Spark worker were stopped (log: {log_path}).")
+    tests = _read_report(report_path, progress_path, outcome, limit)
+    counts = {kind: sum(1 for t in tests if t.outcome == kind) for kind in OUTCOMES}
+    if not tests and not outcome.timed_out:
+        raise ToolError(
+            f"no tests were collected from {TESTS_DIR}/ (pytest exit code {outcome.returncode}; log: {log_path}). "
+            "Test files must be named test_*.py and hold functions named test_*."
+        )
+    result = RunTestsResult(
+        workspace=str(opened.path),
+        target=target,
+        run_id=run_id,
+        passed=counts["passed"] + counts["xpassed"],
+        failed=counts["failed"],
+        errors=counts["error"],
+        skipped=counts["skipped"],
+        xfailed=counts["xfailed"],
+        total=len(tests),
+        tests=tests[:MAX_REPORTED_TESTS],
+        tests_truncated=max(0, len(tests) - MAX_REPORTED_TESTS),
+        timed_out=outcome.timed_out,
+        duration_s=outcome.duration_s,
+        log_path=str(log_path),
+        report_path=str(report_path),
+        output_truncated=outcome.log_truncated,
+    )
+    _record_latest(opened, result, digest)
+    return result
+
+
+def _check_target(workspace: Workspace, target: str) -> str:
+    target = (target or "").strip()
+    if target == "original":
+        return target
+    available = sorted(p.stem for p in (workspace.path / CANDIDATE_DIR).glob("*.py")) if (workspace.path / CANDIDATE_DIR).is_dir() else []
+    if target.startswith("candidate:"):
+        name = target.removeprefix("candidate:")
+        if not CANDIDATE_NAME.match(name):
+            raise ToolError(f"candidate name {name!r} is not a Python module name; use letters, digits and _ (file candidate/<name>.py).")
+        if name in available:
+            return target
+        listing = ", ".join(f"candidate:{n}" for n in available) or "none yet (write candidate/<name>.py first)"
+        raise ToolError(f"candidate/{name}.py does not exist. Candidates in this workspace: {listing}.")
+    raise ToolError(f"target {target!r} is not 'original' or 'candidate:<name>'.")
+
+
+class _ProgressWatcher:
+    """Turns the plugin's progress stream into progress callbacks while pytest runs."""
+
+    def __init__(self, path: Path, callback: Progress | None) -> None:
+        self.path = path
+        self.callback = callback
+        self.offset = 0
+        self.total: int | None = None
+        self.done = 0
+        self.last_reported = -1
+
+    def poll(self) -> None:
+        if self.callback is None or not self.path.exists():
+            return
+        with open(self.path, encoding="utf-8") as handle:
+            handle.seek(self.offset)
+            chunk = handle.read()
+        complete = chunk[: chunk.rfind("\n") + 1]
+        self.offset += len(complete.encode("utf-8"))
+        for line in complete.splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("event") == "collected":
+                self.total = int(event.get("count", 0))
+            elif event.get("event") == "finished":
+                self.done += 1
+        if self.done != self.last_reported:
+            self.last_reported = self.done
+            self.callback(self.done, self.total, f"{self.done}/{self.total if self.total is not None else '?'} tests finished")
+
+
+def _read_report(report_path: Path, progress_path: Path, outcome: subprocess_runner.ProcessResult, limit: float) -> list[TestOutcome]:
+    if report_path.exists():
+        try:
+            data = json.loads(report_path.read_text(encoding="utf-8"))
+            return [TestOutcome.model_validate(entry) for entry in data["tests"]]
+        except (ValueError, KeyError, TypeError, ValidationError):
+            return [TestOutcome(nodeid="<report>", outcome="error", message=f"the test process wrote an unreadable report; see the log. Last output:\n{outcome.tail[-1500:]}")]
+    # No report: the process was killed or died. Rebuild what finished from the progress stream.
+    finished: dict[str, TestOutcome] = {}
+    started: list[str] = []
+    if progress_path.exists():
+        for line in progress_path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+                if event.get("event") == "start":
+                    started.append(str(event.get("nodeid")))
+                elif event.get("event") == "finished":
+                    finished[str(event["nodeid"])] = TestOutcome.model_validate({k: v for k, v in event.items() if k != "event"})
+            except (ValueError, KeyError, TypeError, ValidationError):
+                continue
+    tests = list(finished.values())
+    unfinished = [nodeid for nodeid in started if nodeid not in finished]
+    if outcome.timed_out:
+        culprit = unfinished[-1] if unfinished else "<session>"
+        tests.append(TestOutcome(nodeid=culprit, outcome="error", message=f"timed out: the run was killed after {limit:.0f}s while this test was running"))
+    else:
+        culprit = unfinished[-1] if unfinished else "<session>"
+        tests.append(
+            TestOutcome(
+                nodeid=culprit,
+                outcome="error",
+                message=f"the test process exited (code {outcome.returncode}) before writing its report. Last output:\n{outcome.tail[-1500:]}",
+            )
+        )
+    return tests
+
+
+def _record_latest(workspace: Workspace, result: RunTestsResult, digest: str) -> None:
+    path = latest_runs_path(workspace)
+    try:
+        latest = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        latest = {}
+    latest[result.target] = {
+        "run_id": result.run_id,
+        "passed": result.passed,
+        "failed": result.failed,
+        "errors": result.errors,
+        "skipped": result.skipped,
+        "timed_out": result.timed_out,
+        "tests_digest": digest,
+    }
+    path.write_text(json.dumps(latest, indent=2, sort_keys=True))
+

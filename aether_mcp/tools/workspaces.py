@@ -1,0 +1,364 @@
+"""init_workspace and workspace_status: create a conversion workspace for one UDF, and say where it stands."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import tomli_w
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from aether_mcp import snapshot_store, udf_extraction
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.spark_types import UnknownSparkType, parse_type, type_name
+from aether_mcp.workspace import (
+    CANDIDATE_DIR,
+    CONFIG_FILE,
+    ORIGINAL_MODULE,
+    TESTS_DIR,
+    UdfArgConfig,
+    UdfConfig,
+    Workspace,
+    WorkspaceConfig,
+)
+
+DEFAULT_WORKSPACES_DIR = "aether_workspaces"
+DEFAULT_SPARK_CONF = {"spark.sql.session.timeZone": "UTC"}
+
+
+class UdfArgument(BaseModel):
+    name: str
+    type: str = Field(description="Spark SQL type of the argument column")
+    type_from: Literal["hint", "arg_types"] = Field(description="where the type came from")
+
+
+class UdfInfo(BaseModel):
+    name: str
+    function: str = Field(description="the Python function in original/udf.py")
+    kind: Literal["row", "pandas"]
+    form: str = Field(description="how the source defines the UDF")
+    args: list[UdfArgument]
+    return_type: str
+    source: str
+    source_line: int
+    use_arrow: bool | None = Field(
+        None,
+        description="Python UDF transport in the job: true Arrow, false pickled rows, null decided by the session's "
+        "spark.sql.execution.pythonUDF.arrow.enabled (it changes what the UDF receives and how its result is converted)",
+    )
+
+
+class InitWorkspaceResult(BaseModel):
+    workspace: str = Field(description="absolute path of the new workspace; pass it to every other tool")
+    udf: UdfInfo
+    original: str = Field(description="the extracted reference module, relative to the workspace")
+    spark_conf: dict[str, str]
+    files: list[str]
+    snapshot_id: int
+    next_steps: list[str]
+
+
+def init_workspace(
+    root: SandboxRoot,
+    source: str,
+    udf: str,
+    arg_types: dict[str, str] | None = None,
+    workspace: str | None = None,
+    return_type: str | None = None,
+) -> InitWorkspaceResult:
+    """Extract UDF `udf` from `source` into a new workspace, freeze its config and take snapshot 0."""
+    source_path = root.resolve(source, what="source")
+    shown = root.relative(source_path)
+    text, tree = udf_extraction.read_source(source_path, shown)
+    definition = udf_extraction.select_udf(udf_extraction.find_udfs(tree), udf, shown)
+    if return_type is not None:
+        definition.return_type = _parse_type_argument(return_type, "return_type")
+        definition.return_type_error = None
+    extracted = udf_extraction.extract_udf(text, tree, definition, shown)
+    arguments = _argument_types(extracted, arg_types or {})
+
+    target = root.resolve(workspace or f"{DEFAULT_WORKSPACES_DIR}/{definition.name}", what="workspace")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ToolError(
+            f"workspace {root.relative(target)} already exists and is not empty; nothing was changed. "
+            "Pass workspace= a new folder, or call workspace_status on the existing one."
+        )
+    if target == root.path:
+        raise ToolError("workspace cannot be the server root itself; pass workspace= a new sub-folder.")
+
+    config = WorkspaceConfig(
+        udf=UdfConfig(
+            name=definition.name,
+            function=definition.function_name,
+            kind=definition.kind,  # type: ignore[arg-type]
+            return_type=type_name(definition.return_type),  # type: ignore[arg-type]
+            args=[UdfArgConfig(name=a.name, type=a.type, type_from=a.type_from) for a in arguments],
+            source=shown,
+            source_line=definition.line,
+            form=definition.form,
+            use_arrow=definition.use_arrow,
+        )
+    )
+    config.spark.conf = {**DEFAULT_SPARK_CONF, **extracted.spark_conf}
+    created_dir = not target.exists()
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        _write_workspace(target, config, extracted.module_source)
+        opened = Workspace(root, target)
+        opened.record_protected()
+        with opened.lock():
+            snapshot = snapshot_store.take(opened, "init: empty tests, no candidates")
+    except BaseException:
+        # A half-made workspace is worse than none; only what this call created is removed.
+        if created_dir:
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            for child in target.iterdir():
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        raise
+    files = sorted(rel for rel in [*opened.protected_files(), *opened.editable_files()])
+    return InitWorkspaceResult(
+        workspace=str(target),
+        udf=_udf_info(config),
+        original=ORIGINAL_MODULE,
+        spark_conf=config.spark.conf,
+        files=files,
+        snapshot_id=snapshot.snapshot_id,
+        next_steps=[
+            "read original/udf.py (read_file) to see the UDF exactly as extracted",
+            "write behaviour cases into tests/cases.py (write_file)",
+            f"run_tests(workspace, 'original') to check the cases against the original through Spark",
+            "snapshot(workspace, label) once the tests pass",
+        ],
+    )
+
+
+class Gate(BaseModel):
+    name: str
+    status: Literal["pass", "fail", "pending"]
+    detail: str
+
+
+class IntegrityStatus(BaseModel):
+    intact: bool
+    modified: list[str]
+    missing: list[str]
+    added: list[str]
+    problem: str | None = None
+    recover: str | None = None
+
+
+class FileEntry(BaseModel):
+    path: str
+    protected: bool
+    size: int
+
+
+class RunSummary(BaseModel):
+    run_id: str
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    timed_out: bool
+    tests_changed_since: bool = Field(description="the test files changed after this run")
+
+
+class WorkspaceStatusResult(BaseModel):
+    workspace: str
+    udf: UdfInfo
+    integrity: IntegrityStatus
+    files: list[FileEntry]
+    test_files: list[str]
+    cases: int | None = Field(description="entries in tests/cases.py CASES, when it is a literal list")
+    candidates: list[str]
+    snapshots: int
+    last_runs: dict[str, RunSummary]
+    gates: list[Gate]
+
+
+def workspace_status(root: SandboxRoot, workspace: str) -> WorkspaceStatusResult:
+    """Files, protected-file integrity, last test runs and the phase gates so far; works on tampered workspaces too."""
+    opened = Workspace.open(root, workspace)
+    integrity = opened.integrity()
+    editable = opened.editable_files()
+    protected = opened.protected_files()
+    files = [FileEntry(path=rel, protected=True, size=p.stat().st_size) for rel, p in protected.items()]
+    files += [FileEntry(path=rel, protected=False, size=p.stat().st_size) for rel, p in editable.items()]
+    test_files = sorted(rel for rel in editable if rel.startswith(f"{TESTS_DIR}/") and Path(rel).name.startswith("test_"))
+    cases = count_cases(opened.path / TESTS_DIR / "cases.py")
+    candidates = sorted(Path(rel).stem for rel in editable if rel.startswith(f"{CANDIDATE_DIR}/") and rel.endswith(".py") and rel.count("/") == 1)
+    digest = tests_digest(opened)
+    last_runs = {
+        target: RunSummary.model_validate({**run, "tests_changed_since": run.get("tests_digest") != digest})
+        for target, run in _latest_runs(opened).items()
+    }
+    recover = None
+    if not integrity.intact:
+        recover = (
+            "restore the recorded files from .aether/protected/ (e.g. `cp .aether/protected/original/udf.py original/udf.py`), "
+            "delete added files under original/, or create a fresh workspace with init_workspace"
+        )
+    gates = _gates(integrity.intact, test_files, cases, last_runs.get("original"))
+    return WorkspaceStatusResult(
+        workspace=str(opened.path),
+        udf=_udf_info(opened.config),
+        integrity=IntegrityStatus(
+            intact=integrity.intact,
+            modified=integrity.modified,
+            missing=integrity.missing,
+            added=integrity.added,
+            problem=integrity.manifest_problem,
+            recover=recover,
+        ),
+        files=files,
+        test_files=test_files,
+        cases=cases,
+        candidates=candidates,
+        snapshots=len(snapshot_store.all_snapshots(opened)),
+        last_runs=last_runs,
+        gates=gates,
+    )
+
+
+def count_cases(path: Path) -> int | None:
+    """How many entries `CASES` has, read statically (agent code is never imported by the server)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    for statement in tree.body:
+        if (
+            isinstance(statement, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "CASES" for t in statement.targets)
+            and isinstance(statement.value, (ast.List, ast.Tuple))
+        ):
+            return len(statement.value.elts)
+    return None
+
+
+def tests_digest(workspace: Workspace) -> str:
+    """One hash over every file under tests/: a run is current only while this is unchanged."""
+    files = snapshot_store.current_files(workspace)
+    return json.dumps(sorted((rel, digest) for rel, digest in files.items() if rel.startswith(f"{TESTS_DIR}/")))
+
+
+def latest_runs_path(workspace: Workspace) -> Path:
+    return workspace.state_dir / "runs" / "latest.json"
+
+
+def _latest_runs(workspace: Workspace) -> dict[str, dict]:
+    try:
+        data = json.loads(latest_runs_path(workspace).read_text())
+        return {str(k): dict(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _gates(intact: bool, test_files: list[str], cases: int | None, original_run: RunSummary | None) -> list[Gate]:
+    gates = [Gate(name="protected_files_intact", status="pass" if intact else "fail", detail="aether.toml and original/ match their recorded hashes" if intact else "protected files changed; see integrity")]
+    has_tests = bool(test_files) and (cases is None or cases > 0 or len(test_files) > 1)
+    gates.append(
+        Gate(
+            name="tests_written",
+            status="pass" if has_tests else "pending",
+            detail=f"{len(test_files)} test file(s), {cases if cases is not None else 'unknown number of'} case(s) in tests/cases.py"
+            if has_tests
+            else "add cases to tests/cases.py (and tests/test_*.py files if needed)",
+        )
+    )
+    if original_run is None:
+        gates.append(Gate(name="tests_pass_on_original", status="pending", detail="call run_tests(workspace, 'original')"))
+    elif original_run.tests_changed_since:
+        gates.append(Gate(name="tests_pass_on_original", status="pending", detail="tests changed since the last run; run them again on 'original'"))
+    else:
+        ok = original_run.failed == 0 and original_run.errors == 0 and not original_run.timed_out and original_run.passed > 0
+        gates.append(
+            Gate(
+                name="tests_pass_on_original",
+                status="pass" if ok else "fail",
+                detail=f"run {original_run.run_id}: {original_run.passed} passed, {original_run.failed} failed, {original_run.errors} errors",
+            )
+        )
+    return gates
+
+
+def _argument_types(extracted: udf_extraction.ExtractedUdf, arg_types: dict[str, str]) -> list[UdfArgument]:
+    names = [a.name for a in extracted.arguments]
+    unknown = sorted(set(arg_types) - set(names))
+    if unknown:
+        raise ToolError(f"arg_types names {', '.join(unknown)}, which the UDF does not take; its arguments are: {', '.join(names)}.")
+    result: list[UdfArgument] = []
+    missing: list[str] = []
+    for argument in extracted.arguments:
+        if argument.name in arg_types:
+            result.append(UdfArgument(name=argument.name, type=type_name(_parse_type_argument(arg_types[argument.name], f"arg_types[{argument.name!r}]")), type_from="arg_types"))
+        elif argument.hint_type is not None:
+            result.append(UdfArgument(name=argument.name, type=argument.hint_type, type_from="hint"))
+        else:
+            missing.append(argument.name)
+    if missing:
+        example = ", ".join(f'"{name}": "double"' for name in missing)
+        raise ToolError(
+            f"the Spark types of argument(s) {', '.join(missing)} are unknown (no type hints in the source). "
+            f"Pass arg_types with the column types your job feeds the UDF, e.g. arg_types={{{example}}} "
+            "(Spark DDL names: int, bigint, double, string, decimal(10,2), date, array<string>, ...)."
+        )
+    return result
+
+
+def _parse_type_argument(text: str, what: str):
+    try:
+        return parse_type(text)
+    except UnknownSparkType as exc:
+        raise ToolError(f"{what}: {exc}.") from None
+
+
+def _udf_info(config: WorkspaceConfig) -> UdfInfo:
+    udf = config.udf
+    return UdfInfo(
+        name=udf.name,
+        function=udf.function,
+        kind=udf.kind,
+        form=udf.form,
+        args=[UdfArgument(name=a.name, type=a.type, type_from=a.type_from) for a in udf.args],
+        return_type=udf.return_type,
+        source=udf.source,
+        source_line=udf.source_line,
+        use_arrow=udf.use_arrow,
+    )
+
+
+def _write_workspace(target: Path, config: WorkspaceConfig, module_source: str) -> None:
+    (target / "original").mkdir()
+    (target / ORIGINAL_MODULE).write_text(module_source, encoding="utf-8")
+    (target / CONFIG_FILE).write_text(_toml(config), encoding="utf-8")
+    arg_names = [a.name for a in config.udf.args]
+    replacements = {
+        "{{udf_name}}": config.udf.name,
+        "{{signature}}": ", ".join(arg_names),
+        "{{first_arg}}": arg_names[0],
+        "{{numpy_args}}": ", ".join(f"{n}.to_numpy()" for n in arg_names),
+        "{{arg_list}}": ", ".join(f"`{a.name}` ({a.type})" for a in config.udf.args),
+        "{{return_type}}": config.udf.return_type,
+        "{{kind}}": config.udf.kind,
+        "{{source}}": config.udf.source,
+    }
+    template = resources.files("aether_mcp") / "project_template"
+    for relative in ("README.md", "tests/cases.py", "tests/test_behaviour.py", "candidate/README.md"):
+        text = (template / relative).read_text(encoding="utf-8")
+        for token, value in replacements.items():
+            text = text.replace(token, value)
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_text(text, encoding="utf-8")
+
+
+def _toml(config: WorkspaceConfig) -> str:
+    header = "# Frozen by init_workspace: the UDF's contract and the Spark settings it is judged under. Do not edit.\n"
+    return header + tomli_w.dumps(config.model_dump(exclude_none=True))

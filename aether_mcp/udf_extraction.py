@@ -1,0 +1,726 @@
+"""Find a Python UDF in a PySpark job's source and extract it, with exactly what it needs.
+
+The source is parsed with `ast` and never imported or run. Recognised forms:
+`@udf`, `@udf(...)`, `@F.udf(...)`, `@pandas_udf(...)` on a function; `name = udf(fn, type)`
+(a function or a lambda); `spark.udf.register("name", fn, type)`; return types as DDL strings
+or `DataType()` expressions (directly or through a module constant). The extracted module holds
+the module-level imports, constants, helpers and classes the UDF uses, transitively, and nothing
+else; UDF decorators are dropped so the module is plain Python.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+import symtable
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pyspark.sql import types as T
+
+from aether_mcp.spark_types import TYPE_CLASS_NAMES, UnknownSparkType, parse_type, type_name
+
+UDF_FACTORIES = {"udf": "row", "pandas_udf": "pandas"}
+UNSUPPORTED_PANDAS_KINDS = ("GROUPED_MAP", "GROUPED_AGG", "SCALAR_ITER", "MAP_ITER")
+# Text that marks a module-level statement as Spark state an extracted UDF cannot carry along.
+SPARK_STATE_MARKERS = ("SparkSession", "getOrCreate(", "sparkContext", ".broadcast(", "createDataFrame", ".read.")
+# Confs from the job that change what a UDF computes; resource confs do not travel.
+SEMANTIC_CONF_PREFIXES = ("spark.sql.", "spark.python.")
+
+_HINT_TYPES = {
+    "int": "bigint",
+    "float": "double",
+    "str": "string",
+    "bool": "boolean",
+    "bytes": "binary",
+    "bytearray": "binary",
+    "Decimal": "decimal(38,18)",
+    "date": "date",
+    "datetime": "timestamp",
+}
+
+
+@dataclass
+class UdfDefinition:
+    """One UDF found in a source file."""
+
+    name: str
+    aliases: set[str]
+    form: str
+    kind: str
+    line: int
+    function: ast.FunctionDef | ast.Lambda | None
+    function_name: str
+    return_type: T.DataType | None
+    return_type_error: str | None = None
+    use_arrow: bool | None = None
+    enclosing: str | None = None
+
+
+@dataclass
+class UdfArgument:
+    name: str
+    hint_type: str | None
+
+
+@dataclass
+class ExtractedUdf:
+    """What `init_workspace` needs to write a workspace."""
+
+    definition: UdfDefinition
+    module_source: str
+    arguments: list[UdfArgument]
+    spark_conf: dict[str, str] = field(default_factory=dict)
+
+
+def read_source(path: Path, shown_as: str) -> tuple[str, ast.Module]:
+    """The text and AST of a Python source file, or a ToolError saying why it is not one."""
+    if not path.exists():
+        raise ToolError(f"source file {shown_as} does not exist. Give the path of your PySpark job, relative to the server root.")
+    if not path.is_file():
+        raise ToolError(f"source {shown_as} is not a file. Give the path of a .py file with your PySpark job.")
+    raw = path.read_bytes()
+    if b"\x00" in raw:
+        raise ToolError(f"source {shown_as} is not Python (it is binary). Give the .py file that defines the UDF.")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"source {shown_as} is not Python: it is not UTF-8 text ({exc.reason} at byte {exc.start}).") from exc
+    try:
+        tree = ast.parse(text, filename=shown_as)
+    except SyntaxError as exc:
+        kind = "is not Python" if not shown_as.endswith(".py") else "has a syntax error"
+        raise ToolError(f"source {shown_as} {kind}: line {exc.lineno}: {exc.msg}. Fix the file (it must parse as Python 3) and try again.") from exc
+    return text, tree
+
+
+def find_udfs(tree: ast.Module) -> list[UdfDefinition]:
+    """Every UDF definition in the module, in source order, with duplicates of one function merged."""
+    finder = _UdfFinder(tree)
+    finder.visit(tree)
+    merged: list[UdfDefinition] = []
+    for found in sorted(finder.found, key=lambda d: d.line):
+        same = next(
+            (
+                m
+                for m in merged
+                if found.function is not None
+                and m.function is found.function
+                and m.kind == found.kind
+                and _same_type(m.return_type, found.return_type)
+                and m.use_arrow == found.use_arrow
+            ),
+            None,
+        )
+        if same is not None:
+            same.aliases |= found.aliases | {found.name}
+        else:
+            merged.append(found)
+    return merged
+
+
+def select_udf(udfs: list[UdfDefinition], wanted: str, shown_as: str) -> UdfDefinition:
+    """The one UDF named `wanted` (`name` or `name:LINE`), or a ToolError listing what is there."""
+    name, _, line_text = wanted.partition(":")
+    name = name.strip()
+    matches = [d for d in udfs if name == d.name or name in d.aliases]
+    if line_text.strip():
+        if not line_text.strip().isdigit():
+            raise ToolError(f"udf {wanted!r}: after ':' give the line number of the definition, e.g. {name}:12.")
+        wanted_line = int(line_text)
+        matches = [d for d in matches if d.line <= wanted_line <= max(d.line, getattr(d.function, "lineno", d.line))]
+    if not matches:
+        if not udfs:
+            raise ToolError(
+                f"no Python UDFs found in {shown_as}. aether-mcp looks for @udf/@pandas_udf functions, "
+                "`name = udf(fn, type)` and `spark.udf.register(\"name\", fn, type)`."
+            )
+        listing = ", ".join(f"{d.name} (line {d.line}, {d.form})" for d in udfs)
+        raise ToolError(f"UDF {name!r} not found in {shown_as}. UDFs there: {listing}. Pass one of these names as udf.")
+    if len(matches) > 1:
+        listing = ", ".join(f"{d.name} at line {d.line} ({d.form})" for d in matches)
+        raise ToolError(
+            f"UDF name {name!r} is ambiguous in {shown_as}: {listing}. "
+            f"Pass udf as '{name}:LINE' with the line of the one you mean, or rename one in the source."
+        )
+    return matches[0]
+
+
+def extract_udf(text: str, tree: ast.Module, definition: UdfDefinition, shown_as: str) -> ExtractedUdf:
+    """Build the module text for original/udf.py and read the UDF's arguments and confs."""
+    if definition.function is None or definition.return_type is None:
+        raise ToolError(definition.return_type_error or f"cannot read the return type of UDF {definition.name!r}.")
+    lines = text.splitlines()
+    function_code = _function_code(definition, lines)
+    index = _ModuleIndex(tree, lines)
+    needed_statements: set[int] = set()
+    needed_aliases: dict[int, set[str]] = {}
+    unresolved: list[str] = []
+    seen: set[str] = {definition.function_name}
+    queue = sorted(_referenced_globals(function_code) - seen)
+    while queue:
+        name = queue.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        statements = index.bindings.get(name, [])
+        if not statements:
+            if name not in vars(builtins) and not index.has_star_import:
+                unresolved.append(name)
+            continue
+        for position in statements:
+            statement = index.statements[position]
+            if position == index.function_position(definition):
+                continue
+            needed_statements.add(position)
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                needed_aliases.setdefault(position, set()).add(name)
+                continue
+            queue.extend(sorted(_referenced_globals(index.code(position)) - seen))
+    if unresolved:
+        where = f" (the UDF is defined inside {definition.enclosing}(); names local to it are not visible once extracted)" if definition.enclosing else ""
+        raise ToolError(
+            f"UDF {definition.name!r} uses names that {shown_as} does not define at module level: "
+            f"{', '.join(sorted(unresolved))}{where}. Move them to module level in the source and try again."
+        )
+    for position in sorted(needed_statements):
+        code = index.code(position)
+        if not isinstance(index.statements[position], (ast.Import, ast.ImportFrom)) and any(m in code for m in SPARK_STATE_MARKERS):
+            statement = index.statements[position]
+            raise ToolError(
+                f"UDF {definition.name!r} depends on module-level Spark state at line {statement.lineno} of {shown_as} "
+                f"({code.strip().splitlines()[0][:80]!r}). Only plain Python can be extracted: make that value a literal "
+                "constant (or a plain-Python computation) in the source and try again."
+            )
+    parts: list[str] = [
+        f"# UDF `{definition.name}` ({definition.form}), extracted by aether-mcp from {shown_as}, line {definition.line}.",
+        "# Protected: this is the reference every conversion is compared against. Do not edit.",
+        "",
+    ]
+    for statement in tree.body:
+        if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
+            parts.append(ast.unparse(statement))
+    function_position = index.function_position(definition)
+    emitted_function = False
+    for position in sorted(needed_statements | ({function_position} if function_position is not None else set())):
+        if position == function_position:
+            parts.append(function_code)
+            emitted_function = True
+        elif position in needed_aliases:
+            parts.append(_filtered_import(index.statements[position], needed_aliases[position]))
+        else:
+            parts.append(index.code(position))
+    if not emitted_function:
+        parts.append(function_code)
+    module_source = _join_blocks(parts)
+    ast.parse(module_source)  # an extraction that does not parse is our bug: fail loudly
+    return ExtractedUdf(
+        definition=definition,
+        module_source=module_source,
+        arguments=_arguments(definition, shown_as),
+        spark_conf=find_spark_conf(tree),
+    )
+
+
+def find_spark_conf(tree: ast.Module) -> dict[str, str]:
+    """Semantic Spark confs the job sets with literal values (`.config(k, v)`, `spark.conf.set(k, v)`)."""
+    conf: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) == 2):
+            continue
+        is_builder_config = node.func.attr == "config"
+        is_conf_set = node.func.attr == "set" and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "conf"
+        if not (is_builder_config or is_conf_set):
+            continue
+        key, value = node.args
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(value, ast.Constant)):
+            continue
+        if not key.value.startswith(SEMANTIC_CONF_PREFIXES):
+            continue
+        literal = value.value
+        conf[key.value] = str(literal).lower() if isinstance(literal, bool) else str(literal)
+    return conf
+
+
+def hint_to_type(annotation: ast.expr | None) -> str | None:
+    """The Spark type a Python type hint implies (`float` -> double), or None when it implies none."""
+    if annotation is None:
+        return None
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            return hint_to_type(ast.parse(annotation.value, mode="eval").body)
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [s for s in (annotation.left, annotation.right) if not _is_none(s)]
+        return hint_to_type(sides[0]) if len(sides) == 1 else None
+    if isinstance(annotation, ast.Subscript):
+        outer = _last_name(annotation.value)
+        inner = annotation.slice
+        items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+        if outer == "Optional":
+            return hint_to_type(items[0])
+        if outer == "Union":
+            rest = [i for i in items if not _is_none(i)]
+            return hint_to_type(rest[0]) if len(rest) == 1 else None
+        if outer in ("list", "List", "Sequence") and len(items) == 1:
+            element = hint_to_type(items[0])
+            return f"array<{element}>" if element else None
+        if outer in ("dict", "Dict", "Mapping") and len(items) == 2:
+            key, value = hint_to_type(items[0]), hint_to_type(items[1])
+            return f"map<{key},{value}>" if key and value else None
+        return None
+    return _HINT_TYPES.get(_last_name(annotation) or "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding UDF definitions
+
+
+class _UdfFinder(ast.NodeVisitor):
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.found: list[UdfDefinition] = []
+        self.enclosing: list[ast.AST] = []
+        self.module_constants = {
+            target.id: statement.value
+            for statement in tree.body
+            if isinstance(statement, ast.Assign)
+            for target in statement.targets
+            if isinstance(target, ast.Name)
+        }
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        for decorator in node.decorator_list:
+            call = decorator if isinstance(decorator, ast.Call) else None
+            factory = _factory_kind(call.func if call else decorator)
+            if factory is None:
+                continue
+            args = list(call.args) if call else []
+            keywords = {k.arg: k.value for k in call.keywords if k.arg} if call else {}
+            return_node = args[0] if args else keywords.get("returnType")
+            self._add(
+                name=node.name,
+                aliases=set(),
+                form=f"@{_dotted(call.func if call else decorator)}" + ("(...)" if call else ""),
+                kind=factory,
+                line=decorator.lineno,
+                function=node,
+                function_name=node.name,
+                return_node=return_node,
+                keywords=keywords,
+                extra_args=args[1:],
+            )
+        self.enclosing.append(node)
+        self.generic_visit(node)
+        self.enclosing.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = node.value
+        if isinstance(value, ast.Call) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            factory = _factory_kind(value.func)
+            if factory is not None:
+                keywords = {k.arg: k.value for k in value.keywords if k.arg}
+                target = node.targets[0].id
+                fn_node = value.args[0] if value.args else keywords.get("f")
+                return_node = value.args[1] if len(value.args) > 1 else keywords.get("returnType")
+                function, function_name, problem = self._resolve_function(fn_node, target, node.lineno)
+                self._add(
+                    problem=problem,
+                    name=target,
+                    aliases={function_name} if isinstance(function, ast.FunctionDef) else set(),
+                    form=f"{target} = {_dotted(value.func)}(...)",
+                    kind=factory,
+                    line=node.lineno,
+                    function=function,
+                    function_name=function_name,
+                    return_node=return_node,
+                    keywords=keywords,
+                    extra_args=value.args[2:],
+                )
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "register"
+            and isinstance(func.value, ast.Attribute)
+            and func.value.attr == "udf"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            registered = node.args[0].value
+            keywords = {k.arg: k.value for k in node.keywords if k.arg}
+            fn_node = node.args[1] if len(node.args) > 1 else keywords.get("f")
+            return_node = node.args[2] if len(node.args) > 2 else keywords.get("returnType")
+            # Registering an existing UDF object: it keeps that UDF's type and kind.
+            if isinstance(fn_node, ast.Name):
+                for existing in self.found:
+                    if existing.name == fn_node.id and return_node is None:
+                        existing.aliases.add(registered)
+                        break
+                else:
+                    self._add_registered(node, registered, fn_node, return_node, keywords)
+            else:
+                self._add_registered(node, registered, fn_node, return_node, keywords)
+        self.generic_visit(node)
+
+    def _add_registered(self, node: ast.Call, registered: str, fn_node, return_node, keywords) -> None:
+        function, function_name, problem = self._resolve_function(fn_node, registered, node.lineno)
+        self._add(
+            problem=problem,
+            name=registered,
+            aliases={function_name} if isinstance(function, ast.FunctionDef) else set(),
+            form="spark.udf.register",
+            kind="row",
+            line=node.lineno,
+            function=function,
+            function_name=function_name,
+            return_node=return_node,
+            keywords=keywords,
+            extra_args=[],
+        )
+
+    def _resolve_function(self, fn_node: ast.expr | None, udf_name: str, line: int) -> tuple[ast.FunctionDef | ast.Lambda | None, str, str | None]:
+        """The function a UDF wraps, its name, and (when it cannot be extracted) why not."""
+        if isinstance(fn_node, ast.Lambda):
+            name = re.sub(r"\W", "_", udf_name)
+            return fn_node, name if name.isidentifier() else f"udf_{name}", None
+        if isinstance(fn_node, ast.Name):
+            definitions = [
+                n for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == fn_node.id
+            ]
+            before = [d for d in definitions if d.lineno <= line] or definitions
+            if before:
+                module_level = [d for d in before if d in self.tree.body]
+                return (module_level or before)[-1], fn_node.id, None
+            return None, fn_node.id, (
+                f"UDF {udf_name!r} at line {line} wraps {fn_node.id!r}, which is not defined in this file "
+                "(imported?). Point source at the file that defines it."
+            )
+        shown = ast.unparse(fn_node) if fn_node is not None else "nothing"
+        return None, udf_name, (
+            f"unsupported UDF form at line {line}: UDF {udf_name!r} wraps {shown!r}. aether-mcp extracts a named "
+            "function or a lambda; wrap methods and partials in a plain module-level function."
+        )
+
+    def _add(self, *, name, aliases, form, kind, line, function, function_name, return_node, keywords, extra_args, problem=None) -> None:
+        return_type, error = None, problem
+        if error is None and kind == "pandas":
+            function_type = keywords.get("functionType") or (extra_args[0] if extra_args else None)
+            if function_type is not None and any(k in ast.unparse(function_type) for k in UNSUPPORTED_PANDAS_KINDS):
+                error = f"unsupported UDF form at line {line}: {ast.unparse(function_type)} pandas UDFs; only scalar (Series to Series) pandas UDFs are supported."
+            elif isinstance(function, ast.FunctionDef) and _has_iterator_hint(function):
+                error = f"unsupported UDF form at line {line}: iterator pandas UDFs; only scalar (Series to Series) pandas UDFs are supported."
+        if error is None:
+            if return_node is None and kind == "pandas":
+                error = f"pandas UDF {name!r} at line {line} has no return type; pass return_type."
+            else:
+                try:
+                    return_type = T.StringType() if return_node is None else self._read_type(return_node, set())
+                except (UnknownSparkType, _UnreadableType) as exc:
+                    error = (
+                        f"cannot read the return type of UDF {name!r} at line {line}: {exc}. "
+                        "Pass return_type as a Spark DDL type name, e.g. return_type='double'."
+                    )
+        self.found.append(
+            UdfDefinition(
+                name=name,
+                aliases=set(aliases) - {name},
+                form=form,
+                kind=kind,
+                line=line,
+                function=function,
+                function_name=function_name,
+                return_type=return_type,
+                return_type_error=error,
+                use_arrow=self._use_arrow(kind, form, keywords, line),
+                enclosing=getattr(self.enclosing[-1], "name", None) if self.enclosing else None,
+            )
+        )
+
+    def _use_arrow(self, kind: str, form: str, keywords: dict[str, ast.expr], line: int) -> bool | None:
+        """Whether the job's Python UDF uses Arrow transport: True, False, or None (the session conf decides).
+
+        PySpark fixes this when the UDF object is created: `useArrow` if given; a plain function
+        registered with spark.udf.register is pickled; a UDF created while no SparkSession exists
+        (module level, before any getOrCreate) is pickled; otherwise the session's
+        spark.sql.execution.pythonUDF.arrow.enabled decides.
+        """
+        explicit = keywords.get("useArrow")
+        if isinstance(explicit, ast.Constant) and isinstance(explicit.value, bool):
+            return explicit.value
+        if kind == "pandas":
+            return None
+        if form == "spark.udf.register":
+            return False
+        if not self.enclosing and not self._session_created_before(line):
+            return False
+        return None
+
+    def _session_created_before(self, line: int) -> bool:
+        return any(
+            "getOrCreate(" in ast.unparse(statement)
+            for statement in self.tree.body
+            if (statement.end_lineno or 0) < line and not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        )
+
+    def _read_type(self, node: ast.expr, visiting: set[str]) -> T.DataType:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return parse_type(node.value)
+        if isinstance(node, ast.Name) and node.id in self.module_constants and node.id not in visiting:
+            return self._read_type(self.module_constants[node.id], visiting | {node.id})
+        if isinstance(node, ast.Call):
+            cls = _last_name(node.func)
+            args = list(node.args)
+            keywords = {k.arg: k.value for k in node.keywords if k.arg}
+            if cls in TYPE_CLASS_NAMES:
+                return parse_type(TYPE_CLASS_NAMES[cls])
+            if cls == "DecimalType":
+                precision = _int_constant(args[0] if args else keywords.get("precision"), 10)
+                scale = _int_constant(args[1] if len(args) > 1 else keywords.get("scale"), 0)
+                return T.DecimalType(precision, scale)
+            if cls == "ArrayType" and (args or "elementType" in keywords):
+                return T.ArrayType(self._read_type(args[0] if args else keywords["elementType"], visiting), True)
+            if cls == "MapType" and len(args) >= 2:
+                return T.MapType(self._read_type(args[0], visiting), self._read_type(args[1], visiting), True)
+            if cls == "StructType" and args and isinstance(args[0], (ast.List, ast.Tuple)):
+                fields = []
+                for item in args[0].elts:
+                    if not (isinstance(item, ast.Call) and _last_name(item.func) == "StructField" and len(item.args) >= 2):
+                        raise _UnreadableType(ast.unparse(item))
+                    field_name = item.args[0]
+                    if not (isinstance(field_name, ast.Constant) and isinstance(field_name.value, str)):
+                        raise _UnreadableType(ast.unparse(item))
+                    fields.append(T.StructField(field_name.value, self._read_type(item.args[1], visiting), True))
+                return T.StructType(fields)
+        raise _UnreadableType(ast.unparse(node))
+
+
+class _UnreadableType(ValueError):
+    def __init__(self, shown: str) -> None:
+        super().__init__(f"{shown!r} is not a literal Spark type")
+
+
+def _factory_kind(node: ast.expr) -> str | None:
+    name = _last_name(node)
+    return UDF_FACTORIES.get(name or "")
+
+
+def _last_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _dotted(node: ast.expr) -> str:
+    return ast.unparse(node)
+
+
+def _int_constant(node: ast.expr | None, default: int) -> int:
+    if node is None:
+        return default
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    raise _UnreadableType(ast.unparse(node))
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _has_iterator_hint(function: ast.FunctionDef) -> bool:
+    hints = [a.annotation for a in function.args.args if a.annotation is not None] + [function.returns]
+    return any(h is not None and "Iterator" in ast.unparse(h) for h in hints)
+
+
+def _same_type(a: T.DataType | None, b: T.DataType | None) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and type_name(a) == type_name(b))
+
+
+# ---------------------------------------------------------------------------------------------
+# Extraction
+
+
+def _function_code(definition: UdfDefinition, lines: list[str]) -> str:
+    function = definition.function
+    if isinstance(function, ast.Lambda):
+        stub = ast.parse(f"def {definition.function_name}(): pass").body[0]
+        assert isinstance(stub, ast.FunctionDef)
+        stub.args = function.args
+        stub.body = [ast.Return(value=function.body)]
+        return ast.unparse(ast.fix_missing_locations(stub))
+    kept = [d for d in function.decorator_list if _factory_kind(d.func if isinstance(d, ast.Call) else d) is None]
+    decorators = [textwrap.dedent("\n".join(lines[d.lineno - 1 : d.end_lineno])).strip() for d in kept]
+    body = textwrap.dedent("\n".join(lines[function.lineno - 1 : function.end_lineno]))
+    code = "\n".join([f"@{d.lstrip('@')}" for d in decorators] + [body])
+    if not _same_function(code, function, kept):
+        # Text that does not dedent cleanly (odd multi-line strings): regenerate it instead.
+        clone = ast.parse(ast.unparse(function)).body[0]
+        assert isinstance(clone, (ast.FunctionDef, ast.AsyncFunctionDef))
+        clone.decorator_list = kept
+        return ast.unparse(clone)
+    return code
+
+
+def _same_function(code: str, function: ast.FunctionDef, kept: list[ast.expr]) -> bool:
+    try:
+        parsed = ast.parse(code).body
+    except SyntaxError:
+        return False
+    if len(parsed) != 1 or not isinstance(parsed[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    original = ast.parse(ast.unparse(function)).body[0]
+    assert isinstance(original, (ast.FunctionDef, ast.AsyncFunctionDef))
+    original.decorator_list = kept
+    return ast.dump(parsed[0]) == ast.dump(ast.parse(ast.unparse(original)).body[0])
+
+
+def _referenced_globals(code: str) -> set[str]:
+    """Names a snippet of module-level code reads from module scope (symtable's scoping rules)."""
+    table = symtable.symtable(code, "<extracted>", "exec")
+    names: set[str] = set()
+
+    def visit(scope: symtable.SymbolTable, top: bool) -> None:
+        for symbol in scope.get_symbols():
+            if top and symbol.is_referenced():
+                names.add(symbol.get_name())
+            elif not top and symbol.is_global() and symbol.is_referenced():
+                names.add(symbol.get_name())
+        for child in scope.get_children():
+            visit(child, False)
+
+    visit(table, True)
+    return names
+
+
+class _ModuleIndex:
+    """Top-level statements of the module and which names each binds or mutates."""
+
+    def __init__(self, tree: ast.Module, lines: list[str]) -> None:
+        self.lines = lines
+        self.statements: list[ast.stmt] = [s for s in tree.body if not _is_main_guard(s)]
+        self.bindings: dict[str, list[int]] = {}
+        self.has_star_import = False
+        for position, statement in enumerate(self.statements):
+            for name in self._bound_names(statement):
+                self.bindings.setdefault(name, []).append(position)
+
+    def function_position(self, definition: UdfDefinition) -> int | None:
+        for position, statement in enumerate(self.statements):
+            if statement is definition.function:
+                return position
+        return None
+
+    def code(self, position: int) -> str:
+        statement = self.statements[position]
+        start = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
+        return "\n".join(self.lines[start - 1 : statement.end_lineno])
+
+    def _bound_names(self, statement: ast.stmt) -> set[str]:
+        names: set[str] = set()
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                names.add(alias.asname or alias.name.split(".")[0])
+            return names
+        if isinstance(statement, ast.ImportFrom):
+            for alias in statement.names:
+                if alias.name == "*":
+                    self.has_star_import = True
+                    names.add("*")
+                else:
+                    names.add(alias.asname or alias.name)
+            return names
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return {statement.name}
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            # `RATES.update(...)`: a module-level mutation of a needed name.
+            func = statement.value.func
+            while isinstance(func, ast.Attribute):
+                func = func.value
+            if isinstance(func, ast.Name) and isinstance(statement.value.func, ast.Attribute):
+                names.add(func.id)
+            return names
+        for node in _walk_same_scope(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                names.add(node.id)
+            elif isinstance(node, (ast.Subscript, ast.Attribute)) and isinstance(node.ctx, ast.Store):
+                base = node.value
+                while isinstance(base, (ast.Subscript, ast.Attribute)):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    names.add(base.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names |= {a.asname or a.name.split(".")[0] for a in node.names}
+        return names
+
+
+def _walk_same_scope(statement: ast.stmt):
+    stack: list[ast.AST] = [statement]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) and node is not statement:
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _is_main_guard(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.If)
+        and isinstance(statement.test, ast.Compare)
+        and isinstance(statement.test.left, ast.Name)
+        and statement.test.left.id == "__name__"
+    )
+
+
+def _filtered_import(statement: ast.stmt, needed: set[str]) -> str:
+    assert isinstance(statement, (ast.Import, ast.ImportFrom))
+    if isinstance(statement, ast.Import):
+        aliases = [a for a in statement.names if (a.asname or a.name.split(".")[0]) in needed]
+        return ast.unparse(ast.Import(names=aliases))
+    aliases = [a for a in statement.names if (a.asname or a.name) in needed or a.name == "*"]
+    return ast.unparse(ast.ImportFrom(module=statement.module, names=aliases, level=statement.level))
+
+
+def _join_blocks(parts: list[str]) -> str:
+    """Header, then imports, then the rest in source order, spaced the way PEP 8 spaces them."""
+    header, body = parts[:2], parts[3:]
+    imports = [p for p in body if p.startswith(("import ", "from "))]
+    others = [p.rstrip() for p in body if not p.startswith(("import ", "from "))]
+    text = "\n".join(header) + "\n\n"
+    if imports:
+        text += "\n".join(imports) + "\n\n"
+    previous_was_block = False
+    for index, block in enumerate(others):
+        is_block = block.startswith(("def ", "async def ", "class ", "@"))
+        if index:
+            text += "\n\n\n" if (is_block or previous_was_block) else "\n"
+        text += block
+        previous_was_block = is_block
+    return text + "\n"
+
+
+def _arguments(definition: UdfDefinition, shown_as: str) -> list[UdfArgument]:
+    args = definition.function.args
+    if args.vararg or args.kwarg or args.kwonlyargs:
+        raise ToolError(
+            f"unsupported UDF form: {definition.name!r} (line {definition.line}) takes *args, **kwargs or "
+            "keyword-only parameters; Spark passes columns by position, so give it one parameter per column."
+        )
+    params = list(args.posonlyargs) + list(args.args)
+    if not params:
+        raise ToolError(f"UDF {definition.name!r} in {shown_as} takes no arguments; aether-mcp converts UDFs of one or more columns.")
+    use_hints = definition.kind == "row"
+    return [UdfArgument(name=a.arg, hint_type=hint_to_type(a.annotation) if use_hints else None) for a in params]

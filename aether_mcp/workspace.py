@@ -1,0 +1,280 @@
+"""A conversion workspace: its paths, its frozen config and the integrity of its protected files.
+
+Protected: `aether.toml`, everything under `original/` and `.aether/`, and the file names that
+could override the test harness (`conftest.py`, pytest config files) anywhere. The hashes of
+`aether.toml` and `original/` are recorded at creation in a manifest signed with a key kept
+outside the workspace, so an edit made behind the server's back is detected, and a copy of
+each recorded file is kept under `.aether/protected/` to recover from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Iterator, Literal
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field, ValidationError
+
+from aether_mcp.path_guard import SandboxRoot, resolve_inside
+
+CONFIG_FILE = "aether.toml"
+ORIGINAL_DIR = "original"
+ORIGINAL_MODULE = "original/udf.py"
+STATE_DIR = ".aether"
+TESTS_DIR = "tests"
+CANDIDATE_DIR = "candidate"
+# Files that would let workspace content replace the harness's pytest plumbing.
+PLUMBING_NAMES = frozenset({"conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini"})
+# Generated clutter that is neither the agent's work nor protected.
+IGNORED_DIR_NAMES = frozenset({"__pycache__", ".pytest_cache", ".ipynb_checkpoints"})
+MANIFEST = "protected.json"
+
+
+class UdfArgConfig(BaseModel):
+    name: str
+    type: str
+    type_from: Literal["hint", "arg_types"] = "arg_types"
+
+
+class UdfConfig(BaseModel):
+    name: str
+    function: str
+    kind: Literal["row", "pandas"]
+    return_type: str
+    args: list[UdfArgConfig]
+    source: str
+    source_line: int
+    form: str
+    use_arrow: bool | None = None
+
+
+class SparkConfig(BaseModel):
+    master: str = "local[*]"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class CompareConfig(BaseModel):
+    floats: Literal["exact"] = "exact"
+
+
+class TestsConfig(BaseModel):
+    timeout_s: int = 300
+
+
+class WorkspaceConfig(BaseModel):
+    """The frozen contents of aether.toml."""
+
+    format: int = 1
+    udf: UdfConfig
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    compare: CompareConfig = Field(default_factory=CompareConfig)
+    tests: TestsConfig = Field(default_factory=TestsConfig)
+
+
+@dataclass
+class Integrity:
+    """Protected files compared with the signed manifest written at creation."""
+
+    intact: bool
+    modified: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    manifest_problem: str | None = None
+
+    def describe(self) -> str:
+        if self.manifest_problem:
+            return self.manifest_problem
+        parts = []
+        for label, paths in (("modified", self.modified), ("missing", self.missing), ("added", self.added)):
+            if paths:
+                parts.append(f"{label}: {', '.join(paths)}")
+        return "; ".join(parts) or "intact"
+
+
+class Workspace:
+    """An existing workspace inside the server root."""
+
+    def __init__(self, root: SandboxRoot, path: Path) -> None:
+        self.root = root
+        self.path = path
+        self.config = load_config(path)
+
+    @classmethod
+    def open(cls, root: SandboxRoot, user_path: str) -> Workspace:
+        path = root.resolve(user_path, what="workspace")
+        if not (path / CONFIG_FILE).is_file():
+            hint = "create one with init_workspace(source, udf)" if not path.exists() else "give the folder init_workspace created (it holds aether.toml)"
+            raise ToolError(f"workspace {user_path!r} is not an aether-mcp workspace (no {CONFIG_FILE}); {hint}.")
+        return cls(root, path)
+
+    @classmethod
+    def open_intact(cls, root: SandboxRoot, user_path: str) -> Workspace:
+        """Open a workspace for a tool that acts on it: refuses one whose protected files changed."""
+        workspace = cls.open(root, user_path)
+        workspace.require_intact()
+        return workspace
+
+    # --- paths -------------------------------------------------------------------------------
+
+    @property
+    def state_dir(self) -> Path:
+        return self.path / STATE_DIR
+
+    @property
+    def original_module(self) -> Path:
+        return self.path / ORIGINAL_MODULE
+
+    def resolve(self, user_path: str, *, what: str = "path") -> Path:
+        """A path inside this workspace (relative to it, or absolute); refuses anything outside."""
+        return resolve_inside(user_path, base=self.path, boundary=self.path, what=what, boundary_name="the workspace")
+
+    def relative(self, path: Path) -> PurePosixPath:
+        return PurePosixPath(path.relative_to(self.path).as_posix())
+
+    def protection_reason(self, relative: PurePosixPath) -> str | None:
+        """Why a workspace-relative path may not be written by the agent, or None when it may."""
+        parts = relative.parts
+        if not parts:
+            return "it is the workspace folder itself"
+        if relative.as_posix() == CONFIG_FILE:
+            return f"{CONFIG_FILE} is the workspace's frozen config"
+        if parts[0] == ORIGINAL_DIR:
+            return "original/ holds the reference UDF every conversion is compared against"
+        if parts[0] == STATE_DIR:
+            return ".aether/ holds the server's own state (snapshots, runs, results)"
+        if parts[-1] in PLUMBING_NAMES:
+            return f"{parts[-1]} would override the test harness's own pytest plumbing"
+        return None
+
+    def editable_files(self) -> dict[str, Path]:
+        """The agent's files (tests, candidates, notes): every regular file that is not protected."""
+        files: dict[str, Path] = {}
+        for directory, dirnames, filenames in os.walk(self.path, followlinks=False):
+            here = Path(directory)
+            rel_dir = self.relative(here)
+            dirnames[:] = sorted(
+                d for d in dirnames if d not in IGNORED_DIR_NAMES and self.protection_reason(rel_dir / d) is None
+            )
+            for name in sorted(filenames):
+                rel = rel_dir / name
+                full = here / name
+                if self.protection_reason(rel) is None and full.is_file() and not full.is_symlink():
+                    files[rel.as_posix()] = full
+        return files
+
+    # --- integrity -------------------------------------------------------------------------
+
+    def protected_files(self) -> dict[str, Path]:
+        files = {CONFIG_FILE: self.path / CONFIG_FILE}
+        original = self.path / ORIGINAL_DIR
+        if original.is_dir():
+            for path in sorted(original.rglob("*")):
+                if path.is_file() and not (set(path.relative_to(original).parts) & IGNORED_DIR_NAMES):
+                    files[self.relative(path).as_posix()] = path
+        return files
+
+    def record_protected(self) -> None:
+        """Hash and keep a copy of every protected file; called once, at creation."""
+        hashes: dict[str, str] = {}
+        for rel, path in self.protected_files().items():
+            data = path.read_bytes()
+            hashes[rel] = hashlib.sha256(data).hexdigest()
+            copy = self.state_dir / "protected" / rel
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes(data)
+        body = json.dumps({"files": hashes}, sort_keys=True)
+        manifest = {"files": hashes, "signature": _sign(body)}
+        (self.state_dir / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+    def integrity(self) -> Integrity:
+        manifest_path = self.state_dir / MANIFEST
+        try:
+            manifest = json.loads(manifest_path.read_text())
+            recorded: dict[str, str] = manifest["files"]
+            signature = manifest["signature"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return Integrity(False, manifest_problem=f"the protected-file manifest {STATE_DIR}/{MANIFEST} is missing or unreadable")
+        if not hmac.compare_digest(_sign(json.dumps({"files": recorded}, sort_keys=True)), str(signature)):
+            return Integrity(False, manifest_problem=f"the protected-file manifest {STATE_DIR}/{MANIFEST} was rewritten outside the server")
+        current = self.protected_files()
+        result = Integrity(True)
+        for rel, digest in sorted(recorded.items()):
+            path = current.get(rel)
+            if path is None:
+                result.missing.append(rel)
+            elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                result.modified.append(rel)
+        result.added = sorted(set(current) - set(recorded))
+        result.intact = not (result.modified or result.missing or result.added)
+        return result
+
+    def require_intact(self) -> None:
+        """Refuse (ToolError with how to recover) when protected files changed behind the server's back."""
+        integrity = self.integrity()
+        if integrity.intact:
+            return
+        backup = f"{STATE_DIR}/protected/"
+        raise ToolError(
+            f"workspace {self.path} was edited behind the server's back ({integrity.describe()}); its reference "
+            "can no longer be trusted, so tools refuse to run on it. To recover, restore the recorded files from "
+            f"{backup} (e.g. `cp {backup}{ORIGINAL_MODULE} {ORIGINAL_MODULE}`) and remove added files, or create a "
+            "fresh workspace with init_workspace. workspace_status shows what changed."
+        )
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Serialise changes to this workspace across threads and server processes."""
+        self.state_dir.mkdir(exist_ok=True)
+        with open(self.state_dir / "lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def load_config(path: Path) -> WorkspaceConfig:
+    try:
+        data = tomllib.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+        return WorkspaceConfig.model_validate(data)
+    except (OSError, tomllib.TOMLDecodeError, ValidationError) as exc:
+        raise ToolError(
+            f"{path / CONFIG_FILE} cannot be read ({exc.__class__.__name__}: {str(exc).splitlines()[0]}). "
+            "It is written by init_workspace and must not be edited; create a fresh workspace with init_workspace."
+        ) from exc
+
+
+def state_home() -> Path:
+    """Where the server keeps what must live outside every workspace (the manifest key)."""
+    configured = os.environ.get("AETHER_MCP_STATE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "aether-mcp"
+
+
+def _signing_key() -> bytes:
+    path = state_home() / "manifest.key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another server process created it first
+            pass
+        else:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(secrets.token_bytes(32))
+    return path.read_bytes()
+
+
+def _sign(body: str) -> str:
+    return hmac.new(_signing_key(), body.encode(), hashlib.sha256).hexdigest()

@@ -1,0 +1,119 @@
+"""Shared fixtures: one Spark worker pool for the whole session, sandbox roots, a small job."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+# The manifest key must not land in the developer's home; set before any workspace exists.
+os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-test-state-")
+
+from aether_mcp.harness.worker_pool import WorkerPool  # noqa: E402
+from aether_mcp.path_guard import SandboxRoot  # noqa: E402
+from aether_mcp.tools import workspaces  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+
+SHIPPING_JOB = textwrap.dedent(
+    '''
+    """Nightly shipping-fee job."""
+    import sys
+
+    from pyspark.sql import SparkSession
+    from pyspark.sql.functions import udf
+
+    BASE_FEE = 4.99
+    PER_KG = 1.5
+
+
+    @udf("double")
+    def shipping_fee(weight: float, express: bool) -> float:
+        if weight is None:
+            return None
+        if weight <= 0:
+            raise ValueError("weight must be positive")
+        fee = BASE_FEE if weight < 2.0 else BASE_FEE + (weight - 2.0) * PER_KG
+        return fee * 2 if express else fee
+
+
+    def main(path):
+        spark = SparkSession.builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+        spark.read.parquet(path).withColumn("fee", shipping_fee("weight", "express")).write.parquet(path + "_out")
+
+
+    if __name__ == "__main__":
+        main(sys.argv[1])
+    '''
+)
+
+SHIPPING_CASES = textwrap.dedent(
+    '''
+    CASES = [
+        {"args": [1.0, False], "expected": 4.99, "why": "light parcel"},
+        {"args": [2.0, False], "expected": 4.99, "why": "2 kg is the first heavy weight"},
+        {"args": [4.0, True], "expected": 15.98, "why": "heavy express doubles"},
+        {"args": [None, True], "expected": None, "why": "null weight"},
+        {"args": [-1.0, False], "raises": "ValueError", "why": "non-positive weight raises"},
+    ]
+    '''
+)
+
+SQL_CANDIDATE = textwrap.dedent(
+    '''
+    from pyspark.sql import functions as F
+
+    TARGET = "sql"
+
+
+    def build(weight, express):
+        fee = F.when(weight < 2.0, F.lit(4.99)).otherwise(F.lit(4.99) + (weight - 2.0) * 1.5)
+        checked = F.when(weight <= 0, F.raise_error(F.lit("weight must be positive"))).otherwise(fee)
+        return F.when(weight.isNull(), F.lit(None).cast("double")).when(express, checked * 2).otherwise(checked)
+    '''
+)
+
+VECTORIZED_CANDIDATE = textwrap.dedent(
+    '''
+    import numpy as np
+    import pandas as pd
+
+    TARGET = "vectorized"
+
+
+    def evaluate(weight, express):
+        if (weight <= 0).any():
+            raise ValueError("weight must be positive")
+        fee = np.where(weight < 2.0, 4.99, 4.99 + (weight - 2.0) * 1.5)
+        fee = np.where(express.fillna(False).astype(bool), fee * 2, fee)
+        return pd.Series(fee).where(weight.notna())
+    '''
+)
+
+
+@pytest.fixture(scope="session")
+def workers():
+    """One pool, so every Spark test in the session shares warm SparkSessions."""
+    pool = WorkerPool()
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> SandboxRoot:
+    directory = tmp_path / "root"
+    (directory / "jobs").mkdir(parents=True)
+    (directory / "jobs" / "shipping.py").write_text(SHIPPING_JOB)
+    return SandboxRoot(directory)
+
+
+@pytest.fixture
+def workspace(root: SandboxRoot) -> str:
+    """A fresh workspace for `shipping_fee`, with the behaviour cases written."""
+    created = workspaces.init_workspace(root, "jobs/shipping.py", "shipping_fee")
+    (Path(created.workspace) / "tests" / "cases.py").write_text(SHIPPING_CASES)
+    return created.workspace

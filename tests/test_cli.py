@@ -1,0 +1,37 @@
+"""`aether-mcp demo`: the loop so far on a bundled example, as `make demo` runs it."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_runs_the_loop_and_prints_a_summary(tmp_path):
+    kept = tmp_path / "demo"
+    completed = subprocess.run(
+        [str(Path(sys.executable).parent / "aether-mcp"), "demo", "--keep", str(kept)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    out = completed.stdout
+    assert "1. init_workspace  -> loyalty_discount(age bigint, amount double, tier string) -> double" in out
+    assert "3. run_tests       -> original: 23 passed" in out
+    assert "5. run_tests       -> candidate:naive" in out and "failed" in out and "caught: args=" in out
+    assert "7. run_tests       -> candidate:discount_sql (careful rewrite): 23 passed" in out
+    assert (kept / "aether_workspaces" / "loyalty_discount" / "original" / "udf.py").is_file()
+    assert not (kept / "aether_workspaces" / "loyalty_discount" / "candidate" / "naive.py").exists()
+
+
+def test_demo_refuses_a_non_empty_keep_folder(tmp_path):
+    (tmp_path / "x").write_text("mine")
+    completed = subprocess.run([sys.executable, "-m", "aether_mcp", "demo", "--keep", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 2 and "exists and is not empty" in completed.stderr
+    assert (tmp_path / "x").read_text() == "mine"

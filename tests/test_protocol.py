@@ -1,0 +1,162 @@
+"""What an MCP client sees: every tool's success and refusal through the SDK's in-memory client."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from aether_mcp.server import build_server
+from conftest import SHIPPING_CASES
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "tools_list.json"
+TOOL_ORDER = [
+    "init_workspace",
+    "workspace_status",
+    "list_files",
+    "read_file",
+    "write_file",
+    "run_tests",
+    "snapshot",
+    "list_snapshots",
+    "diff",
+    "revert",
+]
+READ_ONLY = {"workspace_status", "list_files", "read_file", "list_snapshots", "diff"}
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+async def client(root, workers):
+    async with Client(build_server(str(root.path), workers=workers)) as connected:
+        yield connected
+
+
+async def ok(client, tool, **arguments):
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def refused(client, tool, **arguments) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error and result.structured_content is None
+    text = result.content[0].text
+    assert "Traceback" not in text
+    return text
+
+
+async def new_workspace(client) -> str:
+    created = await ok(client, "init_workspace", source="jobs/shipping.py", udf="shipping_fee")
+    await ok(client, "write_file", workspace=created["workspace"], path="tests/cases.py", content=SHIPPING_CASES)
+    return created["workspace"]
+
+
+def _wire(tools) -> list[dict]:
+    return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
+
+
+async def test_tools_list_is_pinned(client):
+    listed = (await client.list_tools()).tools
+    assert [t.name for t in listed] == TOOL_ORDER
+    for tool in listed:
+        assert tool.title and tool.description and len(tool.description.encode()) < 2048
+        assert tool.annotations.open_world_hint is False
+        assert tool.annotations.read_only_hint is (tool.name in READ_ONLY)
+        assert tool.output_schema is not None
+    wire = _wire(listed)
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOT.parent.mkdir(exist_ok=True)
+        SNAPSHOT.write_text(json.dumps(wire, indent=2, sort_keys=True) + "\n")
+    assert wire == json.loads(SNAPSHOT.read_text()), "tools/list changed: review it, then rerun with UPDATE_SNAPSHOTS=1"
+
+
+async def test_init_workspace_and_status(client, root):
+    created = await ok(client, "init_workspace", source="jobs/shipping.py", udf="shipping_fee")
+    assert created["workspace"] == str(root.path / "aether_workspaces" / "shipping_fee")
+    assert created["udf"]["args"] == [
+        {"name": "weight", "type": "double", "type_from": "hint"},
+        {"name": "express", "type": "boolean", "type_from": "hint"},
+    ]
+    status = await ok(client, "workspace_status", workspace=created["workspace"])
+    assert status["integrity"]["intact"] and status["snapshots"] == 1
+    text = await refused(client, "init_workspace", source="jobs/shipping.py", udf="fee")
+    assert text == "Error executing tool init_workspace: UDF 'fee' not found in jobs/shipping.py. UDFs there: shipping_fee (line 12, @udf(...)). Pass one of these names as udf."
+    text = await refused(client, "workspace_status", workspace="jobs")
+    assert "is not an aether-mcp workspace (no aether.toml); give the folder init_workspace created" in text
+
+
+async def test_file_tools(client):
+    ws = await new_workspace(client)
+    written = await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content="TARGET = 'sql'\n")
+    assert written == {"path": "candidate/fee.py", "bytes_written": 15, "created": True}
+    assert (await ok(client, "read_file", workspace=ws, path="candidate/fee.py"))["content"] == "TARGET = 'sql'\n"
+    listed = {e["path"] for e in (await ok(client, "list_files", workspace=ws))["entries"]}
+    assert {"candidate/fee.py", "original/udf.py", "tests/cases.py"} <= listed
+    assert "is protected and cannot be written: original/ holds the reference UDF" in await refused(client, "write_file", workspace=ws, path="original/udf.py", content="")
+    assert "does not exist in the workspace. Call list_files" in await refused(client, "read_file", workspace=ws, path="nope.py")
+    assert "contains '..'" in await refused(client, "list_files", workspace=ws, path="../..")
+
+
+async def test_snapshot_tools(client):
+    ws = await new_workspace(client)
+    taken = await ok(client, "snapshot", workspace=ws, label="cases written")
+    await ok(client, "write_file", workspace=ws, path="tests/cases.py", content="CASES = []\n")
+    changed = await ok(client, "diff", workspace=ws, from_id=taken["snapshot_id"])
+    assert changed["modified"] == ["tests/cases.py"]
+    reverted = await ok(client, "revert", workspace=ws, snapshot_id=taken["snapshot_id"])
+    assert reverted["restored"] == ["tests/cases.py"] and reverted["backup_snapshot_id"] == 2
+    listed = await ok(client, "list_snapshots", workspace=ws)
+    assert [s["label"] for s in listed["snapshots"]] == ["init: empty tests, no candidates", "cases written", "before revert to 1"]
+    assert "label is empty" in await refused(client, "snapshot", workspace=ws, label="")
+    assert "unknown snapshot_id 9" in await refused(client, "revert", workspace=ws, snapshot_id=9)
+    assert "unknown snapshot_id 9" in await refused(client, "diff", workspace=ws, from_id=9)
+
+
+async def test_arguments_of_the_wrong_type_are_refused_by_schema(client):
+    text = await refused(client, "revert", workspace="x", snapshot_id="latest")
+    assert "snapshot_id" in text
+
+
+async def test_every_tool_but_status_refuses_a_tampered_workspace(client):
+    ws = await new_workspace(client)
+    (Path(ws) / "original" / "udf.py").write_text("def shipping_fee(weight, express):\n    return 1.0\n")
+    calls = {
+        "list_files": {},
+        "read_file": {"path": "tests/cases.py"},
+        "write_file": {"path": "tests/cases.py", "content": "CASES = []\n"},
+        "run_tests": {"target": "original"},
+        "snapshot": {"label": "x"},
+        "list_snapshots": {},
+        "diff": {"from_id": 0},
+        "revert": {"snapshot_id": 0},
+    }
+    for tool, arguments in calls.items():
+        text = await refused(client, tool, workspace=ws, **arguments)
+        assert "edited behind the server's back (modified: original/udf.py)" in text and "To recover" in text, tool
+    status = await ok(client, "workspace_status", workspace=ws)
+    assert status["integrity"]["modified"] == ["original/udf.py"]
+    assert (Path(ws) / "tests" / "cases.py").read_text() == SHIPPING_CASES  # nothing was lost
+
+
+@pytest.mark.slow
+async def test_run_tests_reports_progress_and_structured_results(client):
+    ws = await new_workspace(client)
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total))
+
+    result = await client.call_tool("run_tests", {"workspace": ws, "target": "original"}, progress_callback=on_progress)
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content["passed"] == 5
+    assert seen and seen[-1] == (5, 5)
+    text = await refused(client, "run_tests", workspace=ws, target="candidate:fast")
+    assert "candidate/fast.py does not exist. Candidates in this workspace: none yet" in text

@@ -1,0 +1,62 @@
+"""The real `aether-mcp serve` process over stdio, as Claude Code or Cursor would start it."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from conftest import SHIPPING_CASES
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+CONSOLE_SCRIPT = Path(sys.executable).parent / "aether-mcp"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def _worker_parents() -> set[int]:
+    """Parent pids named by the Spark worker processes alive now."""
+    parents = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\x00")
+        except OSError:
+            continue
+        if b"aether_mcp.harness.spark_worker" in argv and b"--parent-pid" in argv:
+            parents.add(int(argv[argv.index(b"--parent-pid") + 1]))
+    return parents
+
+
+async def test_serve_over_stdio_runs_the_loop_and_leaves_nothing_running(root):
+    params = StdioServerParameters(command=str(CONSOLE_SCRIPT), args=["serve", "--root", str(root.path)], env=dict(os.environ))
+    async with Client(params) as client:
+        assert client.server_info.name == "aether-mcp"
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert names[0] == "init_workspace" and "run_tests" in names
+        created = await client.call_tool("init_workspace", {"source": "jobs/shipping.py", "udf": "shipping_fee"})
+        ws = created.structured_content["workspace"]
+        await client.call_tool("write_file", {"workspace": ws, "path": "tests/cases.py", "content": SHIPPING_CASES})
+        run = await client.call_tool("run_tests", {"workspace": ws, "target": "original"})
+        assert run.structured_content["passed"] == 5, run.content
+        escape = await client.call_tool("read_file", {"workspace": ws, "path": "/etc/passwd"})
+        assert escape.is_error and "outside the workspace" in escape.content[0].text
+        servers = _worker_parents() - {os.getpid()}
+        assert servers, "the server should have started a Spark worker"
+    deadline = time.monotonic() + 30
+    while _worker_parents() & servers and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not (_worker_parents() & servers), "Spark workers outlived the server"
+
+
+def test_python_dash_m_entry_point_and_a_bad_root():
+    completed = subprocess.run([sys.executable, "-m", "aether_mcp", "serve", "--root", "/no/such/dir"], capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 2
+    assert completed.stderr.strip() == "aether-mcp: --root /no/such/dir is not a directory; give the folder that holds your PySpark jobs."
