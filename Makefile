@@ -1,0 +1,24 @@
+# The README's two commands. Each creates .venv when needed and installs what it needs.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test clean
+
+demo: $(STAMP)
+	$(BIN)/aether-mcp demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "aether-mcp needs Python 3.11 or newer: run make with PYTHON=python3.11 (or newer)")'
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) build *.egg-info
