@@ -622,8 +622,11 @@ class _ModuleIndex:
         return None
 
     def code(self, position: int) -> str:
+        """The statement's source, with the comment lines directly above it (they explain it)."""
         statement = self.statements[position]
         start = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
+        while start > 1 and self.lines[start - 2].startswith("#"):
+            start -= 1
         return "\n".join(self.lines[start - 1 : statement.end_lineno])
 
     def _bound_names(self, statement: ast.stmt) -> set[str]:

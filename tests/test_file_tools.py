@@ -74,6 +74,8 @@ def test_list_files_marks_protection_and_skips_clutter(root, workspace):
     assert entries["original/udf.py"].protected and not entries["tests/cases.py"].protected
     assert entries[".aether"].type == "dir" and not any(p.startswith(".aether/") for p in entries)
     assert "tests/__pycache__" not in entries
+    single = files.list_files(root, workspace, "tests/cases.py").entries
+    assert [(e.path, e.type) for e in single] == [("tests/cases.py", "file")]
 
 
 def test_missing_folders_and_binary_and_oversized_content_are_refused(root, workspace):

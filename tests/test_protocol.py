@@ -160,3 +160,32 @@ async def test_run_tests_reports_progress_and_structured_results(client):
     assert seen and seen[-1] == (5, 5)
     text = await refused(client, "run_tests", workspace=ws, target="candidate:fast")
     assert "candidate/fast.py does not exist. Candidates in this workspace: none yet" in text
+
+
+def _pytest_processes_in(directory: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "cwd") == directory and b"pytest" in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.slow
+async def test_cancelling_run_tests_stops_the_test_process(client):
+    import anyio
+
+    ws = await new_workspace(client)
+    await ok(client, "write_file", workspace=ws, path="tests/test_hang.py", content="import time\n\ndef test_hang():\n    time.sleep(600)\n")
+    async with anyio.create_task_group() as group:
+        group.start_soon(client.call_tool, "run_tests", {"workspace": ws, "target": "original"})
+        with anyio.fail_after(60):
+            while not _pytest_processes_in(ws):
+                await anyio.sleep(0.2)
+        group.cancel_scope.cancel()
+    with anyio.fail_after(30):
+        while _pytest_processes_in(ws):
+            await anyio.sleep(0.5)

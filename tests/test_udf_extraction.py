@@ -259,6 +259,7 @@ def test_classes_filtered_imports_mutations_and_guarded_imports(tmp_path):
         except ImportError:
             import json
 
+        # Rates by rule name; explained where they are defined.
         RATES = {"a": 1.0}
         RATES["b"] = 2.0
         RATES.update({"c": 3.0})
@@ -281,6 +282,7 @@ def test_classes_filtered_imports_mutations_and_guarded_imports(tmp_path):
     assert "from dataclasses import dataclass\n" in source and "field" not in source
     assert "OrderedDict" not in source and "defaultdict" not in source
     assert 'RATES["b"] = 2.0' in source and "RATES.update" in source
+    assert "# Rates by rule name; explained where they are defined.\nRATES = " in source
     assert "except ImportError" in source
     assert run_extracted(extracted, "/x/y.csv") == '{"code": "y.csv", "total": 5.0}'
 

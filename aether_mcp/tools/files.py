@@ -109,6 +109,10 @@ def list_files(root: SandboxRoot, workspace: str, path: str = ".") -> ListFilesR
     if _is_hidden_state(opened.relative(start)):
         raise ToolError(f"{opened.relative(start)} is server state and cannot be listed; only {STATE_DIR}/runs/ can.")
     entries: list[ListEntry] = []
+    if start.is_file():
+        relative = opened.relative(start)
+        entry = ListEntry(path=relative.as_posix(), type="file", size=start.stat().st_size, protected=opened.protection_reason(relative) is not None)
+        return ListFilesResult(workspace=str(opened.path), entries=[entry], truncated=False)
     for directory, dirnames, filenames in os.walk(start, followlinks=False):
         here = Path(directory)
         rel_dir = opened.relative(here)

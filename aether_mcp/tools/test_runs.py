@@ -150,7 +150,8 @@ def run_tests(
         report_path=str(report_path),
         output_truncated=outcome.log_truncated,
     )
-    _record_latest(opened, result, digest)
+    with opened.lock():
+        _record_latest(opened, result, digest)
     return result
 
 
