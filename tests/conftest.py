@@ -18,6 +18,12 @@ from aether_mcp.tools import workspaces  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+# (folder, UDF, arg_types for init_workspace, the hand-written equivalent candidate)
+EXAMPLE_UDFS = [
+    ("loyalty_pricing", "loyalty_discount", {"age": "int"}, "discount_sql"),
+    ("contact_cleanup", "normalize_email", {"raw": "string"}, "email_vectorized"),
+    ("delivery_geo", "haversine_km", {"lat1": "double", "lon1": "double", "lat2": "double", "lon2": "double"}, "haversine_vectorized"),
+]
 
 SHIPPING_JOB = textwrap.dedent(
     '''
@@ -86,11 +92,13 @@ VECTORIZED_CANDIDATE = textwrap.dedent(
 
 
     def evaluate(weight, express):
-        if (weight <= 0).any():
+        missing = weight.isna().to_numpy()
+        w = weight.to_numpy(dtype="float64", na_value=1.0)
+        if (w <= 0).any():
             raise ValueError("weight must be positive")
-        fee = np.where(weight < 2.0, 4.99, 4.99 + (weight - 2.0) * 1.5)
-        fee = np.where(express.fillna(False).astype(bool), fee * 2, fee)
-        return pd.Series(fee).where(weight.notna())
+        fee = np.where(w < 2.0, 4.99, 4.99 + (w - 2.0) * 1.5)
+        fee = np.where(express.to_numpy(dtype=bool, na_value=False), fee * 2, fee)
+        return pd.Series(pd.arrays.FloatingArray(fee, missing))
     '''
 )
 

@@ -1,10 +1,11 @@
 """Evaluate a target (the original UDF or a candidate) on argument rows through a real SparkSession.
 
 Runs inside a Spark worker. Rows become a DataFrame with the declared argument types (plus a
-row id), the target is applied the way the user's job applies it (a Python UDF or pandas UDF
-for the original, `build(*cols)` for `sql` candidates, a pandas UDF around `evaluate` for
-`vectorized` and `kernel` candidates), and the outputs come back in row order as Python values.
-A row on which the target raises is isolated by bisection and reported as a `Raised` value.
+row id) and the target is applied the way it will run for real: the original as the job defines
+it (a Python UDF with the job's transport, or a pandas UDF), a `sql` candidate through
+`build(*cols)` (steps applied as successive projections), a `vectorized`/`kernel` candidate
+through `mapInArrow` with its source shipped by value (the worker never executes it). Outputs
+come back in row order as Python values; a row on which the target raised gets a `Raised`.
 """
 
 from __future__ import annotations
@@ -13,27 +14,30 @@ import hashlib
 import importlib.util
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
 import pandas as pd
+import pyarrow as pa
 from pyspark import cloudpickle
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_type
 
+from aether_mcp.candidates import BadCandidate, declared_target, defines_function
+from aether_mcp.harness import arrow_batches
+from aether_mcp.harness.arrow_batches import ERROR, OUTPUT, ROW_ID
 from aether_mcp.harness.value_codec import Raised
 from aether_mcp.spark_types import parse_type
 from aether_mcp.workspace import CANDIDATE_DIR, ORIGINAL_MODULE, WorkspaceConfig
 
-ROW_ID = "__aether_row_id"
-OUTPUT = "__aether_output"
-CANDIDATE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-CANDIDATE_TARGETS = ("sql", "vectorized", "kernel")
 PYTHON_EVAL_NODES = ("BatchEvalPython", "ArrowEvalPython")
+DEFAULT_MAX_ISOLATED = 32
+ARROW_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
 
 class TargetError(Exception):
@@ -45,61 +49,91 @@ class BadRows(Exception):
 
 
 @dataclass
+class Shape:
+    """How rows are laid out for one evaluation: partitions, empty partitions, Arrow batch size."""
+
+    partitions: int | None = None
+    empty_partitions: int = 0
+    max_records_per_batch: int | None = None
+
+    @classmethod
+    def from_request(cls, data: dict[str, Any] | None) -> Shape:
+        data = data or {}
+        return cls(
+            partitions=_bounded(data.get("partitions"), 1, 256),
+            empty_partitions=_bounded(data.get("empty_partitions"), 0, 16) or 0,
+            max_records_per_batch=_bounded(data.get("max_records_per_batch"), 1, 1_000_000),
+        )
+
+
+@dataclass
 class LoadedTarget:
     label: str
     target_kind: str  # "row", "pandas", "sql", "vectorized", "kernel"
-    apply: Callable[[list[Column]], Column | list[tuple[str, Column]]]
+    apply: Callable[[DataFrame, list[Column]], DataFrame]
     source_digest: str
+    probe: Callable[[DataFrame, list[Column]], DataFrame] | None = field(default=None)
+    output: tuple[str, bool] | None = field(default=None)  # (type, nullable), once analysed
 
 
 def load_target(workspace: Path, config: WorkspaceConfig, target: str) -> LoadedTarget:
-    """Import the original or a candidate from the workspace and wrap it as a Column builder."""
+    """Prepare the original or a candidate of the workspace for evaluation."""
     return_type = parse_type(config.udf.return_type)
     if target == "original":
-        try:
-            module = _load_module(workspace / ORIGINAL_MODULE, "aether_original")
-        except Exception as exc:
-            raise TargetError(f"original/udf.py failed to import: {exc.__class__.__name__}: {exc}") from exc
-        function = getattr(module, config.udf.function, None)
-        if not callable(function):
-            raise TargetError(f"original/udf.py does not define {config.udf.function}()")
-        digest = _digest(workspace / ORIGINAL_MODULE)
-        if config.udf.kind == "pandas":
-            pandas_udf = F.pandas_udf(_series_function(function), return_type)
-            return LoadedTarget("original", "pandas", lambda cols: pandas_udf(*cols), digest)
-        row_udf = F.udf(function, return_type, useArrow=config.udf.use_arrow)
-        return LoadedTarget("original", "row", lambda cols: row_udf(*cols), digest)
-
+        return _load_original(workspace, config, return_type)
     name = target.removeprefix("candidate:")
     path = workspace / CANDIDATE_DIR / f"{name}.py"
     try:
-        module = _load_module(path, f"aether_candidate_{name}")
-    except Exception as exc:  # the candidate is untrusted code: any failure is its own
-        raise TargetError(f"candidate/{name}.py failed to import: {exc.__class__.__name__}: {exc}") from exc
-    kind = getattr(module, "TARGET", None)
-    if kind not in CANDIDATE_TARGETS:
-        raise TargetError(f"candidate/{name}.py must set TARGET to one of {', '.join(CANDIDATE_TARGETS)} (found {kind!r})")
-    digest = _digest(path)
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TargetError(f"candidate/{name}.py cannot be read ({exc})") from exc
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    try:
+        kind = declared_target(source, name)
+    except BadCandidate as exc:
+        raise TargetError(str(exc)) from None
     if kind == "sql":
+        module = _import_candidate(path, name)
         build = getattr(module, "build", None)
         if not callable(build):
             raise TargetError(f"candidate/{name}.py has TARGET = 'sql' but no build(*cols) function")
-        return LoadedTarget(target, "sql", lambda cols: build(*cols), digest)
-    evaluate = getattr(module, "evaluate", None)
-    if not callable(evaluate):
+        try:
+            built = build(*_argument_columns(config))
+        except Exception as exc:  # the candidate's own code failed
+            raise TargetError(f"{target}: build(*cols) raised {exc.__class__.__name__}: {_first_line(exc)}") from exc
+        # Columns refer to the arguments by name, so one build serves every frame.
+        return LoadedTarget(target, "sql", lambda frame, cols: _apply_build(frame, built, target), digest)
+    if not defines_function(source, "evaluate"):
         raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
-    vectorized = F.pandas_udf(_series_function(evaluate), return_type)
-    return LoadedTarget(target, kind, lambda cols: vectorized(*cols), digest)
+    mapper = arrow_batches.make_mapper(source, digest, str(path), "evaluate", to_arrow_type(return_type))
+    schema = T.StructType(
+        [T.StructField(ROW_ID, T.LongType(), False), T.StructField(OUTPUT, return_type, True), T.StructField(ERROR, T.StringType(), True)]
+    )
+    return LoadedTarget(target, kind, lambda frame, cols: frame.select(F.col(ROW_ID), *cols).mapInArrow(mapper, schema), digest)
 
 
-def evaluate_rows(spark: SparkSession, config: WorkspaceConfig, loaded: LoadedTarget, rows: list[list[Any]]) -> tuple[list[Any], str]:
-    """Outputs of `loaded` on `rows`, in row order (a `Raised` where the target raised), and the output type."""
+def evaluate_rows(
+    spark: SparkSession,
+    config: WorkspaceConfig,
+    loaded: LoadedTarget,
+    rows: list[list[Any]],
+    shape: Shape | None = None,
+    max_isolated: int = DEFAULT_MAX_ISOLATED,
+    typed: bool = False,
+) -> tuple[list[Any], str, bool]:
+    """Outputs of `loaded` on `rows` in row order (a `Raised` where it raised), the output type and nullability.
+
+    `typed` rows were generated for the declared types and skip the per-value checks.
+    """
     schema = argument_schema(config)
-    prepared = [_coerce_row(index, row, schema) for index, row in enumerate(rows)]
-    output_type = _output_type(spark, config, loaded, schema)
-    outputs: list[Any] = [None] * len(prepared)
-    _evaluate_isolating(spark, config, loaded, schema, list(range(len(prepared))), prepared, outputs)
-    return outputs, output_type
+    coerce = _RowCoercer(schema, verify=not typed)
+    prepared = [coerce(index, row) for index, row in enumerate(rows)]
+    if loaded.output is None:
+        loaded.output = _output_field(spark, config, loaded, schema)
+    output_type, nullable = loaded.output
+    run = _Evaluation(spark, config, loaded, schema, prepared, shape or Shape(), max_isolated)
+    run.evaluate_all()
+    return run.outputs, output_type, nullable
 
 
 def argument_schema(config: WorkspaceConfig) -> T.StructType:
@@ -108,12 +142,175 @@ def argument_schema(config: WorkspaceConfig) -> T.StructType:
     return T.StructType(fields)
 
 
-def _output_type(spark: SparkSession, config: WorkspaceConfig, loaded: LoadedTarget, schema: T.StructType) -> str:
+class _Evaluation:
+    def __init__(self, spark, config, loaded, schema, prepared, shape, max_isolated) -> None:
+        self.spark = spark
+        self.config = config
+        self.loaded = loaded
+        self.schema = schema
+        self.prepared = prepared
+        self.shape = shape
+        self.isolation_budget = max_isolated
+        self.outputs: list[Any] = [None] * len(prepared)
+
+    def evaluate_all(self) -> None:
+        indices = list(range(len(self.prepared)))
+        if not indices:
+            return
+        try:
+            self._collect(indices)
+            return
+        except Exception as exc:  # the target failed somewhere in the batch
+            first_failure = exc
+        if self.loaded.probe is not None:
+            indices = self._probe_raising_rows(indices)
+            try:
+                self._collect(indices)
+                return
+            except Exception as exc:
+                first_failure = exc
+        self._isolate(indices, first_failure)
+
+    def _collect(self, indices: list[int]) -> None:
+        if not indices:
+            return
+        frame = self._frame(indices)
+        conf = self.spark.conf
+        previous = conf.get(ARROW_BATCH_CONF) if self.shape.max_records_per_batch else None
+        if self.shape.max_records_per_batch:
+            conf.set(ARROW_BATCH_CONF, str(self.shape.max_records_per_batch))
+        try:
+            collected = self.loaded.apply(frame, _argument_columns(self.config)).collect()
+        finally:
+            if previous is not None:
+                conf.set(ARROW_BATCH_CONF, previous)
+        has_errors = bool(collected) and ERROR in collected[0].__fields__
+        for row in collected:
+            error = row[ERROR] if has_errors else None
+            if error is None:
+                self.outputs[row[ROW_ID]] = row[OUTPUT]
+            else:
+                exc_type, _, message = error.partition(": ")
+                self.outputs[row[ROW_ID]] = Raised(exc_type, message)
+
+    def _frame(self, indices: list[int]) -> DataFrame:
+        rows = [self.prepared[i] for i in indices]
+        frame = _arrow_frame(self.spark, self.schema, rows)
+        if frame is None:
+            frame = self.spark.createDataFrame(rows, self.schema, verifySchema=False)
+        if self.shape.partitions is not None:
+            frame = frame.repartition(min(self.shape.partitions, max(1, len(rows))))
+        if self.shape.empty_partitions:
+            empty = self.spark.sparkContext.parallelize([], self.shape.empty_partitions)
+            frame = frame.union(self.spark.createDataFrame(empty, self.schema))
+        return frame
+
+    def _probe_raising_rows(self, indices: list[int]) -> list[int]:
+        """Find the rows the original raises on in one job; returns the rows that did not raise."""
+        assert self.loaded.probe is not None
+        try:
+            probed = self.loaded.probe(self._frame(indices), _argument_columns(self.config)).collect()
+        except Exception:
+            return indices
+        clean = []
+        errors = {row[ROW_ID]: row[OUTPUT] for row in probed}
+        for index in indices:
+            error = errors.get(index)
+            if error is None:
+                clean.append(index)
+            else:
+                exc_type, _, message = error.partition(": ")
+                self.outputs[index] = Raised(exc_type, message)
+        return clean
+
+    def _isolate(self, indices: list[int], failure: BaseException) -> None:
+        """Split a failing batch until each failure is one row, within the isolation budget."""
+        if _is_import_failure(failure):
+            raise TargetError(f"{self.loaded.label} failed to load: {_import_failure_message(failure)}")
+        if len(indices) == 1:
+            self.outputs[indices[0]] = raised_from(failure)
+            self.isolation_budget -= 1
+            return
+        if self.isolation_budget <= 0:
+            unresolved = Raised("BatchFailed", f"a batch holding this row failed and was not split further: {_first_line(failure)}")
+            for index in indices:
+                self.outputs[index] = unresolved
+            return
+        middle = len(indices) // 2
+        for half in (indices[:middle], indices[middle:]):
+            try:
+                self._collect(half)
+            except Exception as exc:
+                self._isolate(half, exc)
+
+
+def _arrow_frame(spark: SparkSession, schema: T.StructType, rows: list[tuple]) -> DataFrame | None:
+    """The rows as a DataFrame built from Arrow (fast), or None where only the row path is exact.
+
+    Timestamps stay on the row path: there PySpark reads a naive datetime as local time, which
+    Arrow would not. Values Arrow refuses (a decimal with more scale than its column) do too.
+    """
+    if any("timestamp" in f.dataType.simpleString() for f in schema.fields):
+        return None
+    try:
+        columns = [pa.array([row[i] for row in rows], type=to_arrow_type(f.dataType), from_pandas=False) for i, f in enumerate(schema.fields)]
+        table = pa.Table.from_arrays(columns, names=[f.name for f in schema.fields])
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return None
+    return spark.createDataFrame(table, schema)
+
+
+def _load_original(workspace: Path, config: WorkspaceConfig, return_type: T.DataType) -> LoadedTarget:
+    try:
+        module = _load_module(workspace / ORIGINAL_MODULE, "aether_original")
+    except Exception as exc:
+        raise TargetError(f"original/udf.py failed to import: {exc.__class__.__name__}: {exc}") from exc
+    function = getattr(module, config.udf.function, None)
+    if not callable(function):
+        raise TargetError(f"original/udf.py does not define {config.udf.function}()")
+    digest = _digest(workspace / ORIGINAL_MODULE)
+    if config.udf.kind == "pandas":
+        pandas_udf = F.pandas_udf(_series_function(function), return_type)
+        return LoadedTarget("original", "pandas", lambda frame, cols: frame.select(ROW_ID, pandas_udf(*cols).alias(OUTPUT)), digest)
+    row_udf = F.udf(function, return_type, useArrow=config.udf.use_arrow)
+    # Same transport as the UDF itself, so the probe sees exactly the values the UDF sees.
+    probe_udf = F.udf(_raising_probe(function), T.StringType(), useArrow=config.udf.use_arrow)
+    return LoadedTarget(
+        "original",
+        "row",
+        lambda frame, cols: frame.select(ROW_ID, row_udf(*cols).alias(OUTPUT)),
+        digest,
+        probe=lambda frame, cols: frame.select(ROW_ID, probe_udf(*cols).alias(OUTPUT)),
+    )
+
+
+def _raising_probe(function: Callable[..., Any]) -> Callable[..., str | None]:
+    def probe(*args: Any) -> str | None:
+        try:
+            function(*args)
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    return probe
+
+
+def _apply_build(frame: DataFrame, built: Any, label: str) -> DataFrame:
+    if isinstance(built, Column):
+        return frame.select(ROW_ID, built.alias(OUTPUT))
+    if isinstance(built, (list, tuple)) and built and all(_is_step(step) for step in built):
+        for step_name, step_column in built:
+            frame = frame.withColumn(step_name, step_column)
+        return frame.select(ROW_ID, F.col(f"`{built[-1][0]}`").alias(OUTPUT))
+    raise TargetError(f"{label}: build(*cols) must return a Column or a non-empty list of (name, Column) steps, not {type(built).__name__}")
+
+
+def _output_field(spark: SparkSession, config: WorkspaceConfig, loaded: LoadedTarget, schema: T.StructType) -> tuple[str, bool]:
     """Analyse the plan once on an empty frame: contract errors surface here, before any job runs."""
     empty = spark.createDataFrame([], schema)
     try:
-        frame = _apply(empty, config, loaded)
-        output_type = frame.schema[OUTPUT].dataType.simpleString()
+        frame = loaded.apply(empty, _argument_columns(config))
+        output = frame.schema[OUTPUT]
     except TargetError:
         raise
     except Exception as exc:
@@ -126,87 +323,85 @@ def _output_type(spark: SparkSession, config: WorkspaceConfig, loaded: LoadedTar
                 f"{loaded.label} is a 'sql' candidate but its plan still evaluates Python ({', '.join(found)}); "
                 "a sql candidate may use only Spark SQL functions"
             )
-    return output_type
+    return output.dataType.simpleString(), output.nullable
 
 
-def _apply(frame: DataFrame, config: WorkspaceConfig, loaded: LoadedTarget) -> DataFrame:
-    columns = [F.col(f"`{arg.name}`") for arg in config.udf.args]
-    built = loaded.apply(columns)
-    if isinstance(built, Column):
-        return frame.select(ROW_ID, built.alias(OUTPUT))
-    if isinstance(built, (list, tuple)) and built and all(_is_step(step) for step in built):
-        for step_name, step_column in built:
-            frame = frame.withColumn(step_name, step_column)
-        return frame.select(ROW_ID, F.col(f"`{built[-1][0]}`").alias(OUTPUT))
-    raise TargetError(
-        f"{loaded.label}: build(*cols) must return a Column or a non-empty list of (name, Column) steps, "
-        f"not {type(built).__name__}"
-    )
+def _argument_columns(config: WorkspaceConfig) -> list[Column]:
+    return [F.col(f"`{arg.name}`") for arg in config.udf.args]
+
+
+def _import_candidate(path: Path, name: str) -> ModuleType:
+    try:
+        return _load_module(path, f"aether_candidate_{name}")
+    except Exception as exc:  # the candidate is untrusted code: any failure is its own
+        raise TargetError(f"candidate/{name}.py failed to import: {exc.__class__.__name__}: {exc}") from exc
 
 
 def _is_step(step: Any) -> bool:
     return isinstance(step, (list, tuple)) and len(step) == 2 and isinstance(step[0], str) and isinstance(step[1], Column)
 
 
-def _evaluate_isolating(spark, config, loaded, schema, indices, prepared, outputs) -> None:
-    """Evaluate rows `indices`; when the job fails, split the rows until each failure is one row."""
-    if not indices:
-        return
-    frame = spark.createDataFrame([prepared[i] for i in indices], schema)
-    try:
-        collected = _apply(frame, config, loaded).collect()
-    except Exception as exc:
-        if len(indices) == 1:
-            outputs[indices[0]] = raised_from(exc)
-            return
-        middle = len(indices) // 2
-        _evaluate_isolating(spark, config, loaded, schema, indices[:middle], prepared, outputs)
-        _evaluate_isolating(spark, config, loaded, schema, indices[middle:], prepared, outputs)
-        return
-    for row in collected:
-        outputs[row[ROW_ID]] = row[OUTPUT]
+def _is_import_failure(exc: BaseException) -> bool:
+    return arrow_batches.IMPORT_FAILURE in str(exc)
+
+
+def _import_failure_message(exc: BaseException) -> str:
+    text = str(exc)
+    start = text.index(arrow_batches.IMPORT_FAILURE) + len(arrow_batches.IMPORT_FAILURE) + 2
+    return text[start:].splitlines()[0]
 
 
 def raised_from(exc: BaseException) -> Raised:
-    """The Python exception a UDF raised (from the worker traceback) or the Spark error class."""
+    """The Python exception a target raised (from the worker traceback) or the Spark error class."""
     text = str(exc)
     python_lines = [line for line in text.splitlines() if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)?(: |$)", line)]
     if "Traceback (most recent call last)" in text and python_lines:
-        last = python_lines[-1]
-        exc_type, _, message = last.partition(": ")
+        exc_type, _, message = python_lines[-1].partition(": ")
         return Raised(exc_type.rsplit(".", 1)[-1], message.strip())
     error_class = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
     condition = error_class() if callable(error_class) else None
     return Raised(condition or type(exc).__name__, _first_line(exc))
 
 
-def _coerce_row(index: int, row: Any, schema: T.StructType) -> tuple:
-    fields = schema.fields[1:]
-    if not isinstance(row, (list, tuple)):
-        raise BadRows(f"row {index} is {type(row).__name__} {row!r}; each row must be a list of {len(fields)} argument values")
-    if len(row) != len(fields):
-        names = ", ".join(f.name for f in fields)
-        raise BadRows(f"row {index} has {len(row)} values but the UDF takes {len(fields)} ({names})")
-    values = [index]
-    for value, spark_field in zip(row, fields):
-        values.append(_coerce_value(index, value, spark_field))
-    return tuple(values)
+class _RowCoercer:
+    """Checks rows against the argument types (one verifier per column) and applies lossless conveniences."""
+
+    def __init__(self, schema: T.StructType, verify: bool = True) -> None:
+        self.fields = schema.fields[1:]
+        self.verifiers = [T._make_type_verifier(f.dataType, nullable=True, name=f.name) if verify else _accept for f in self.fields]
+
+    def __call__(self, index: int, row: Any) -> tuple:
+        fields = self.fields
+        if not isinstance(row, (list, tuple)):
+            raise BadRows(f"row {index} is {type(row).__name__} {row!r}; each row must be a list of {len(fields)} argument values")
+        if len(row) != len(fields):
+            names = ", ".join(f.name for f in fields)
+            raise BadRows(f"row {index} has {len(row)} values but the UDF takes {len(fields)} ({names})")
+        values: list[Any] = [index]
+        for value, spark_field, verify in zip(row, fields, self.verifiers):
+            value = _convenience(index, value, spark_field)
+            try:
+                verify(value)
+            except (TypeError, ValueError) as exc:
+                raise BadRows(f"row {index}, argument {spark_field.name!r} ({spark_field.dataType.simpleString()}): {_first_line(exc)}") from exc
+            values.append(value)
+        return tuple(values)
 
 
-def _coerce_value(index: int, value: Any, spark_field: T.StructField) -> Any:
+def _accept(value: Any) -> None:
+    return None
+
+
+def _convenience(index: int, value: Any, spark_field: T.StructField) -> Any:
     data_type = spark_field.dataType
     # Lossless conveniences only: 3 for a double column is 3.0, "1.50" for a decimal is Decimal("1.50").
-    if isinstance(data_type, (T.DoubleType, T.FloatType)) and isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool) and isinstance(data_type, (T.DoubleType, T.FloatType)):
         return float(value)
-    if isinstance(data_type, T.DecimalType) and isinstance(value, (int, str)) and not isinstance(value, bool):
+    if isinstance(value, (int, str)) and not isinstance(value, bool) and isinstance(data_type, T.DecimalType):
         try:
             return Decimal(value)
         except ArithmeticError as exc:
             raise BadRows(f"row {index}, argument {spark_field.name!r}: {value!r} is not a decimal") from exc
-    try:
-        T._make_type_verifier(data_type, nullable=True, name=spark_field.name)(value)
-    except (TypeError, ValueError) as exc:
-        raise BadRows(f"row {index}, argument {spark_field.name!r} ({data_type.simpleString()}): {_first_line(exc)}") from exc
     return value
 
 
@@ -223,8 +418,6 @@ def _load_module(path: Path, prefix: str) -> ModuleType:
     name = f"{prefix}_{digest[:16]}"
     if name in sys.modules:
         return sys.modules[name]
-    if not path.is_file():
-        raise TargetError(f"{path.name} does not exist")
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -243,6 +436,12 @@ def _digest(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError as exc:
         raise TargetError(f"{path.name} cannot be read ({exc.strerror})") from exc
+
+
+def _bounded(value: Any, low: int, high: int) -> int | None:
+    if value is None:
+        return None
+    return max(low, min(high, int(value)))
 
 
 def _first_line(exc: BaseException) -> str:

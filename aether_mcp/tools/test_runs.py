@@ -22,11 +22,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, ValidationError
 
 from aether_mcp.harness import subprocess_runner
-from aether_mcp.harness.target_evaluation import CANDIDATE_NAME
+from aether_mcp.candidates import check_target
 from aether_mcp.harness.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools.workspaces import latest_runs_path, tests_digest
-from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace
+from aether_mcp.workspace import TESTS_DIR, Workspace
 
 MAX_TIMEOUT_S = 3600
 MAX_REPORTED_TESTS = 500
@@ -72,7 +72,7 @@ def run_tests(
     progress: Progress | None = None,
 ) -> RunTestsResult:
     opened = Workspace.open_intact(root, workspace)
-    target = _check_target(opened, target)
+    target = check_target(opened, target)
     if timeout_s is not None and not (1 <= timeout_s <= MAX_TIMEOUT_S):
         raise ToolError(f"timeout_s must be between 1 and {MAX_TIMEOUT_S} seconds (got {timeout_s}).")
     test_files = sorted((opened.path / TESTS_DIR).glob("test_*.py")) if (opened.path / TESTS_DIR).is_dir() else []
@@ -153,22 +153,6 @@ def run_tests(
     with opened.lock():
         _record_latest(opened, result, digest)
     return result
-
-
-def _check_target(workspace: Workspace, target: str) -> str:
-    target = (target or "").strip()
-    if target == "original":
-        return target
-    available = sorted(p.stem for p in (workspace.path / CANDIDATE_DIR).glob("*.py")) if (workspace.path / CANDIDATE_DIR).is_dir() else []
-    if target.startswith("candidate:"):
-        name = target.removeprefix("candidate:")
-        if not CANDIDATE_NAME.match(name):
-            raise ToolError(f"candidate name {name!r} is not a Python module name; use letters, digits and _ (file candidate/<name>.py).")
-        if name in available:
-            return target
-        listing = ", ".join(f"candidate:{n}" for n in available) or "none yet (write candidate/<name>.py first)"
-        raise ToolError(f"candidate/{name}.py does not exist. Candidates in this workspace: {listing}.")
-    raise ToolError(f"target {target!r} is not 'original' or 'candidate:<name>'.")
 
 
 class _ProgressWatcher:

@@ -1,7 +1,7 @@
 """Vectorised (pandas) equivalent of ``_normalize_email`` / ``normalize_email``.
 
-Run by the harness as ``F.pandas_udf(evaluate, "string")`` on the ``raw``
-column.  Every step is a whole-column pandas ``.str`` operation.
+The harness feeds the ``raw`` column as a pandas ``string[python]`` Series
+(null is <NA>).  Every step is a whole-column pandas ``.str`` operation.
 """
 
 import re
@@ -16,12 +16,25 @@ _MAILTO_PREFIX = re.compile(r"^mailto:", re.IGNORECASE)
 _GMAIL_DOMAINS = ["gmail.com", "googlemail.com"]
 _CANONICAL_GMAIL = "gmail.com"
 
-# Spark hands string columns to pandas UDFs as pandas 3's default "str"
-# dtype, which is backed by pyarrow.  Its .str.lower() uses utf8proc simple
-# case mapping ("İ" -> "i") whereas Python's str.lower() gives "i̇" (two code
-# points).  The python-storage StringDtype runs the actual Python str methods
-# on every element, so strip()/lower() behave exactly like the UDF.
+# pandas 3's default "str" dtype is backed by pyarrow, whose .str.lower() uses
+# utf8proc simple case mapping ("İ" -> "i") whereas Python's str.lower() gives
+# "i̇" (two code points).  The python-storage StringDtype runs the actual
+# Python str methods on every element, so strip()/lower() behave exactly like
+# the UDF; the conversion below keeps that true whatever dtype arrives.
 _PY_STRINGS = pd.StringDtype("python")
+
+
+def _partition(s: pd.Series, separator: str) -> tuple[pd.Series, pd.Series]:
+    """(before, after) the first `separator`, like str.partition, for any batch.
+
+    pandas returns fewer than three columns when a batch holds only nulls (or
+    nothing), so the columns are rebuilt with the batch's dtype.
+    """
+    parts = s.str.partition(separator)
+    if parts.shape[1] < 3:
+        empty = pd.Series(pd.NA, index=s.index, dtype=_PY_STRINGS)
+        return empty, empty
+    return parts[0].astype(_PY_STRINGS), parts[2].astype(_PY_STRINGS)
 
 
 def evaluate(raw: pd.Series) -> pd.Series:
@@ -33,12 +46,11 @@ def evaluate(raw: pd.Series) -> pd.Series:
     # `email.count("@") != 1 -> None`; when there is exactly one "@",
     # partition() splits exactly like email.split("@").
     one_at = email.str.count("@").eq(1).fillna(False).astype(bool)
-    parts = email.str.partition("@")
-    local, domain = parts[0], parts[2]
+    local, domain = _partition(email, "@")
 
     # Gmail: keep the part before the first "+", drop dots, alias the domain.
     is_gmail = domain.isin(_GMAIL_DOMAINS).fillna(False).astype(bool)
-    gmail_local = local.str.partition("+")[0].str.replace(".", "", regex=False)
+    gmail_local = _partition(local, "+")[0].str.replace(".", "", regex=False)
     local = local.mask(is_gmail, gmail_local)
     domain = domain.mask(is_gmail, _CANONICAL_GMAIL)
 

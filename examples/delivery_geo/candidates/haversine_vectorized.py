@@ -1,7 +1,8 @@
 """Vectorised (NumPy) equivalent of ``haversine_km``.
 
-Run by the harness as ``F.pandas_udf(evaluate, "double")`` on the four
-coordinate columns.  The arithmetic is written in the same order as
+The harness feeds the four coordinate columns as pandas ``Float64`` arrays in
+which null and NaN are distinct; the original pandas UDF sees both as NaN, so
+they are read back that way here.  The arithmetic is written in the same order as
 ``_haversine`` so every operation rounds the same way; np.radians, np.sin,
 np.cos, np.sqrt and np.arcsin give the same bits as their ``math``
 counterparts on the reference machine (x86-64 without AVX-512, where NumPy
@@ -20,7 +21,7 @@ def evaluate(lat1: pd.Series, lon1: pd.Series,
              lat2: pd.Series, lon2: pd.Series) -> pd.Series:
     index = lat1.index
     lat1, lon1, lat2, lon2 = (
-        np.asarray(s, dtype="float64") for s in (lat1, lon1, lat2, lon2)
+        s.to_numpy(dtype="float64", na_value=np.nan) for s in (lat1, lon1, lat2, lon2)
     )
 
     # Same validity rule as _haversine: nulls arrive as NaN, so "finite"
@@ -43,6 +44,6 @@ def evaluate(lat1: pd.Series, lon1: pd.Series,
     # can reach here, so np.minimum is the same.
     km = 2.0 * EARTH_RADIUS_KM * np.arcsin(np.minimum(1.0, np.sqrt(a)))
 
-    # NaN in a float64 result Series is what Spark turns into null, exactly
-    # like the None the UDF returns for invalid rows.
-    return pd.Series(np.where(valid, km, np.nan), index=index)
+    # Invalid rows are null, exactly like the None the UDF returns (Spark
+    # turns it, and any NaN a pandas UDF returns, into null): a masked array.
+    return pd.Series(pd.arrays.FloatingArray(np.where(valid, km, 0.0), ~valid), index=index)

@@ -1,0 +1,128 @@
+"""Runs inside Spark's Python workers: feeds Arrow batches to a vectorized candidate and back.
+
+Kept light (pandas, NumPy, pyarrow only) because every Python worker imports it. The candidate's
+source travels inside the pickled mapper (by value), is compiled once per worker process and
+cached by content hash, so an edited candidate is always the one that runs and the worker that
+drives Spark never executes it.
+
+Columns reach `evaluate(*series)` with null and NaN kept apart: floating columns are pandas
+`Float64`/`Float32` arrays whose mask marks only nulls (a NaN is a value), integers and booleans
+are nullable `Int*`/`boolean`, strings are `string[python]` (Python str semantics). The returned
+Series goes back the same way: a masked array's mask is the null mask, a NumPy float NaN stays
+NaN, None and pd.NA are null.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+ROW_ID = "__aether_row_id"
+OUTPUT = "__aether_output"
+ERROR = "__aether_error"
+IMPORT_FAILURE = "AETHER_CANDIDATE_IMPORT_FAILED"
+
+_LOADED: dict[str, types.ModuleType] = {}
+
+_NULLABLE_INTS = {
+    pa.int8(): pd.Int8Dtype(),
+    pa.int16(): pd.Int16Dtype(),
+    pa.int32(): pd.Int32Dtype(),
+    pa.int64(): pd.Int64Dtype(),
+}
+
+
+class CandidateImportError(RuntimeError):
+    """The candidate module failed while being loaded in a Python worker."""
+
+
+def candidate_module(source: str, digest: str, filename: str) -> types.ModuleType:
+    """The candidate compiled from `source`, once per process and content hash."""
+    module = _LOADED.get(digest)
+    if module is not None:
+        return module
+    module = types.ModuleType(f"aether_candidate_{digest[:16]}")
+    module.__file__ = filename
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(source, filename, "exec"), module.__dict__)
+    except BaseException as exc:
+        del sys.modules[module.__name__]
+        raise CandidateImportError(f"{IMPORT_FAILURE}: {exc.__class__.__name__}: {exc}") from exc
+    _LOADED[digest] = module
+    return module
+
+
+def make_mapper(source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A mapInArrow function: (row id, args...) batches in, (row id, output, error) batches out.
+
+    A batch on which the candidate raises is split in this process until each failure is one
+    row, so one bad row costs no failed Spark job; its error column says what was raised.
+    """
+
+    def mapper(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        evaluate = getattr(candidate_module(source, digest, filename), entry_point)
+        for batch in batches:
+            series = [column_to_series(batch.column(i)) for i in range(1, batch.num_columns)]
+            outputs, errors = _evaluate_isolating(evaluate, series, return_type, 0, batch.num_rows)
+            yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors], names=[ROW_ID, OUTPUT, ERROR])
+
+    return mapper
+
+
+def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataType, start: int, stop: int) -> tuple[pa.Array, pa.Array]:
+    size = stop - start
+    try:
+        part = series if start == 0 and stop == len(series[0]) else [s.iloc[start:stop] for s in series]
+        result = evaluate(*part)
+        if len(result) != size:
+            raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
+        return series_to_arrow(result, return_type), pa.nulls(size, pa.string())
+    except CandidateImportError:
+        raise
+    except Exception as exc:
+        if size == 1:
+            return pa.nulls(1, return_type), pa.array([f"{type(exc).__name__}: {exc}"], pa.string())
+        middle = start + size // 2
+        left = _evaluate_isolating(evaluate, series, return_type, start, middle)
+        right = _evaluate_isolating(evaluate, series, return_type, middle, stop)
+        return pa.concat_arrays([left[0], right[0]]), pa.concat_arrays([left[1], right[1]])
+
+
+def column_to_series(column: pa.Array) -> pd.Series:
+    """An Arrow column as a pandas Series in which null and NaN are distinct."""
+    kind = column.type
+    if pa.types.is_floating(kind):
+        values = column.to_numpy(zero_copy_only=False)
+        mask = column.is_null().to_numpy(zero_copy_only=False)
+        array = pd.arrays.FloatingArray(np.where(mask, 0.0, values).astype(values.dtype), mask)
+        return pd.Series(array, copy=False)
+    if kind in _NULLABLE_INTS:
+        return column.to_pandas(types_mapper={kind: _NULLABLE_INTS[kind]}.get)
+    if pa.types.is_boolean(kind):
+        return column.to_pandas(types_mapper={kind: pd.BooleanDtype()}.get)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return column.to_pandas(types_mapper={kind: pd.StringDtype("python")}.get)
+    return column.to_pandas()
+
+
+def series_to_arrow(result: Any, arrow_type: pa.DataType) -> pa.Array:
+    """The candidate's result as an Arrow array of the declared type, NaN kept apart from null."""
+    if not isinstance(result, pd.Series):
+        result = pd.Series(result)
+    array = result.array
+    if isinstance(array, pd.arrays.FloatingArray | pd.arrays.IntegerArray | pd.arrays.BooleanArray):
+        mask = np.asarray(array.isna())
+        fill = False if isinstance(array, pd.arrays.BooleanArray) else 0
+        return pa.array(array.to_numpy(na_value=fill), type=arrow_type, mask=mask, from_pandas=False)
+    if result.dtype.kind in "fiub":
+        return pa.array(result.to_numpy(), type=arrow_type, from_pandas=False)
+    if isinstance(result.dtype, pd.StringDtype):
+        return pa.array(result.astype(object).where(~result.isna(), None).tolist(), type=arrow_type)
+    values = [None if value is pd.NA or value is pd.NaT else value for value in result.tolist()]
+    return pa.array(values, type=arrow_type, from_pandas=False)
