@@ -130,8 +130,18 @@ async def _demo_loop(root: Path) -> int:
         await call("write_file", workspace=ws, path="candidate/discount_sql.py", content=good)
         run = await call("run_tests", workspace=ws, target="candidate:discount_sql")
         say(f"7. run_tests       -> candidate:discount_sql (careful rewrite): {_counts(run)}")
-        ok = not (run["failed"] or run["errors"]) and bool(failing)
-        say(f"Done in {time.monotonic() - started:.0f}s: the tests pin the original, caught the naive rewrite, and pass on the careful one.")
+
+        proof = await call("byte_compare", workspace=ws, candidate="discount_sql")
+        sources = ", ".join(f"{s['rows']} {s['source']}" for s in proof["sources"])
+        say(f"8. byte_compare    -> discount_sql: equal={proof['equal']} on {proof['rows_compared']} rows ({sources}) in {proof['duration_s']:.1f}s")
+        await call("write_file", workspace=ws, path="candidate/naive.py", content=naive)
+        caught = await call("byte_compare", workspace=ws, candidate="naive")
+        hidden = next(s for s in caught["sources"] if s["source"] == "hidden")
+        say(f"9. byte_compare    -> naive: equal={caught['equal']}, {hidden['mismatched']} of {hidden['rows']} hidden rows differ, e.g.")
+        for mismatch in [m for m in caught["mismatches"] if m["source"] == "hidden"][:2]:
+            say(f"     ({', '.join(mismatch['args'])}): expected {mismatch['expected']}, got {mismatch['actual']} [{mismatch['kind']}]")
+        ok = not (run["failed"] or run["errors"]) and bool(failing) and proof["equal"] and not caught["equal"]
+        say(f"Done in {time.monotonic() - started:.0f}s: the tests pin the original and caught the naive rewrite; byte_compare proved the careful one equal and found the naive one's counterexamples unaided.")
         return 0 if ok else 1
 
 

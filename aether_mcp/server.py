@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from functools import partial
-from typing import Annotated, AsyncIterator
+from typing import Annotated, AsyncIterator, Callable, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -21,7 +21,7 @@ from pydantic import Field
 from aether_mcp import __version__
 from aether_mcp.harness.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.tools import files, snapshots, test_runs, workspaces
+from aether_mcp.tools import byte_compare, files, snapshots, test_runs, workspaces
 
 INSTRUCTIONS = """\
 aether-mcp converts one PySpark Python UDF at a time into a faster equivalent and proves the two
@@ -30,6 +30,7 @@ run_tests(workspace, "original") until the tests pin the original -> write candi
 run_tests(workspace, "candidate:<name>"). snapshot/revert/diff keep work safe; workspace_status
 says where a workspace stands. Only files inside the server root can be used."""
 
+T = TypeVar("T")
 WorkspaceArg = Annotated[str, Field(description="the workspace path returned by init_workspace (absolute, or relative to the server root)")]
 SnapshotIdArg = Annotated[int, Field(description="a snapshot id from snapshot or list_snapshots")]
 
@@ -41,6 +42,20 @@ def _annotations(*, read_only: bool, destructive: bool = False, idempotent: bool
         idempotentHint=idempotent,
         openWorldHint=False,
     )
+
+
+async def _in_thread(ctx: Context, call: Callable[..., T]) -> T:
+    """Run a long tool in a worker thread with progress reporting; cancelling the call stops its work."""
+    cancel = threading.Event()
+
+    def progress(done: int, total: int | None, message: str) -> None:
+        with contextlib.suppress(Exception):  # a client that went away must not fail the run
+            anyio.from_thread.run(partial(ctx.report_progress, done, total, message))
+
+    try:
+        return await anyio.to_thread.run_sync(partial(call, cancel=cancel, progress=progress), abandon_on_cancel=True)
+    finally:
+        cancel.set()
 
 
 def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
@@ -158,17 +173,31 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         ctx: Context,
         timeout_s: Annotated[int | None, Field(description="hard limit for the whole run, 1..3600 s")] = None,
     ) -> test_runs.RunTestsResult:
-        cancel = threading.Event()
+        return await _in_thread(ctx, partial(test_runs.run_tests, sandbox, pool, workspace, target, timeout_s=timeout_s))
 
-        def progress(done: int, total: int | None, message: str) -> None:
-            with contextlib.suppress(Exception):  # a client that went away must not fail the run
-                anyio.from_thread.run(partial(ctx.report_progress, done, total, message))
-
-        call = partial(test_runs.run_tests, sandbox, pool, workspace, target, timeout_s=timeout_s, cancel=cancel, progress=progress)
-        try:
-            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-        finally:
-            cancel.set()
+    @server.tool(
+        name="byte_compare",
+        title="Prove a candidate equal to the original as Spark runs it",
+        annotations=_annotations(read_only=False, idempotent=False),
+        description=(
+            "Constraints: `candidate` names candidate/<name>.py; hidden_rows 0..200000 (default 20000); argument "
+            "and return types must be boolean, integers, float, double, decimal, string, binary, date, timestamp "
+            "or arrays of these; needs Java 17+. Runs the original (reference worker) and the candidate "
+            "(candidate worker, with a batch shape drawn per call) on every row of tests/cases.py, an edge corpus "
+            "of the argument types, and hidden rows generated from a fresh secret seed around the constants and "
+            "literals of the original; compares every output in the server, exactly (null only null, NaN only "
+            "NaN, -0.0 is not 0.0, floats bit for bit, types must match). Returns `equal`, per-source counts, the "
+            "first mismatches (hidden ones shrunk to small counterexamples), what the original raised on, the "
+            "policy and the backend. Reports progress; cancelling stops it."
+        ),
+    )
+    async def byte_compare_tool(
+        workspace: WorkspaceArg,
+        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        ctx: Context,
+        hidden_rows: Annotated[int, Field(description="how many hidden rows to generate, 0..200000")] = 20_000,
+    ) -> byte_compare.ByteCompareResult:
+        return await _in_thread(ctx, partial(byte_compare.byte_compare, sandbox, pool, workspace, candidate, hidden_rows))
 
     @server.tool(
         name="snapshot",

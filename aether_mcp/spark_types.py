@@ -166,3 +166,32 @@ class _TypeParser:
             self.take("punct", ">")
             return T.StructType(fields)
         raise UnknownSparkType(self.text)
+
+
+# Types whose values the comparison tools generate and compare (arrays of these included).
+COMPARABLE_TYPES = (
+    T.BooleanType,
+    T.ByteType,
+    T.ShortType,
+    T.IntegerType,
+    T.LongType,
+    T.FloatType,
+    T.DoubleType,
+    T.DecimalType,
+    T.StringType,
+    T.BinaryType,
+    T.DateType,
+    T.TimestampType,
+)
+
+
+def unsupported_part(data_type: T.DataType) -> str | None:
+    """The name of the first part of `data_type` the comparison tools do not support, or None."""
+    if isinstance(data_type, T.ArrayType):
+        element = data_type.elementType
+        if isinstance(element, T.ArrayType):
+            return element.simpleString()
+        return unsupported_part(element)
+    if isinstance(data_type, COMPARABLE_TYPES):
+        return None
+    return data_type.simpleString()

@@ -26,8 +26,10 @@ def test_demo_runs_the_loop_and_prints_a_summary(tmp_path):
     assert "3. run_tests       -> original: 23 passed" in out
     assert "5. run_tests       -> candidate:naive" in out and "failed" in out and "caught: args=" in out
     assert "7. run_tests       -> candidate:discount_sql (careful rewrite): 23 passed" in out
+    assert "8. byte_compare    -> discount_sql: equal=True on " in out
+    assert "9. byte_compare    -> naive: equal=False, " in out
     assert (kept / "aether_workspaces" / "loyalty_discount" / "original" / "udf.py").is_file()
-    assert not (kept / "aether_workspaces" / "loyalty_discount" / "candidate" / "naive.py").exists()
+    assert (kept / "aether_workspaces" / "loyalty_discount" / "candidate" / "discount_sql.py").is_file()
 
 
 def test_demo_refuses_a_non_empty_keep_folder(tmp_path):

@@ -7,15 +7,10 @@ import pytest
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, workspaces
 from aether_mcp.tools.test_runs import run_tests
-from conftest import EXAMPLES
+from conftest import EXAMPLE_UDFS, EXAMPLES
 
 pytestmark = pytest.mark.slow
 
-EXAMPLE_UDFS = [
-    ("loyalty_pricing", "loyalty_discount", {"age": "int"}, "discount_sql"),
-    ("contact_cleanup", "normalize_email", {"raw": "string"}, "email_vectorized"),
-    ("delivery_geo", "haversine_km", {"lat1": "double", "lon1": "double", "lat2": "double", "lon2": "double"}, "haversine_vectorized"),
-]
 
 
 @pytest.mark.parametrize("example, udf, arg_types, candidate", EXAMPLE_UDFS, ids=[e[0] for e in EXAMPLE_UDFS])

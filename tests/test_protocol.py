@@ -18,6 +18,7 @@ TOOL_ORDER = [
     "read_file",
     "write_file",
     "run_tests",
+    "byte_compare",
     "snapshot",
     "list_snapshots",
     "diff",
@@ -133,6 +134,7 @@ async def test_every_tool_but_status_refuses_a_tampered_workspace(client):
         "read_file": {"path": "tests/cases.py"},
         "write_file": {"path": "tests/cases.py", "content": "CASES = []\n"},
         "run_tests": {"target": "original"},
+        "byte_compare": {"candidate": "fee"},
         "snapshot": {"label": "x"},
         "list_snapshots": {},
         "diff": {"from_id": 0},
@@ -189,3 +191,21 @@ async def test_cancelling_run_tests_stops_the_test_process(client):
     with anyio.fail_after(30):
         while _pytest_processes_in(ws):
             await anyio.sleep(0.5)
+
+
+@pytest.mark.slow
+async def test_byte_compare_proves_equality_through_the_protocol(client):
+    from conftest import SQL_CANDIDATE
+
+    ws = await new_workspace(client)
+    await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=SQL_CANDIDATE)
+    result = await ok(client, "byte_compare", workspace=ws, candidate="fee", hidden_rows=2000)
+    assert result["equal"] is True and result["rows_compared"] > 1000 and result["original_raised"]["count"] > 0
+    assert result["policy"]["floats"] == "exact" and result["backend"].startswith("spark-sql")
+    status = await ok(client, "workspace_status", workspace=ws)
+    assert {g["name"]: g["status"] for g in status["gates"]}["candidate_equal"] == "pass"
+    await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=SQL_CANDIDATE + "\n# edited\n")
+    status = await ok(client, "workspace_status", workspace=ws)
+    assert {g["name"]: g["status"] for g in status["gates"]}["candidate_equal"] == "pending"
+    text = await refused(client, "byte_compare", workspace=ws, candidate="fee", hidden_rows=10**7)
+    assert "hidden_rows must be between 0 and 200000" in text

@@ -1,65 +1,86 @@
 """The comparator: exact, null-, NaN- and signed-zero-aware equality of UDF outputs.
 
 Policy (DESIGN.md): null matches only null, NaN only NaN, +0.0 and -0.0 are distinct,
-infinities keep their sign, floats are compared bit for bit, and types must match (an int
-never equals a float). `difference(expected, actual)` says in words how two values differ,
-or returns None when they are identical under this policy.
+infinities keep their sign, floats are compared bit for bit unless a tolerance in ULPs is
+declared, and types must match (an int never equals a float). `classify` names the kind of the
+first difference; `difference` gives it in words; both return None for identical values.
 """
 
 from __future__ import annotations
 
 import math
 import struct
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from aether_mcp.harness.value_codec import Raised
 
+KINDS = ("value", "null vs value", "NaN", "sign of zero", "type", "exception", "length", "keys")
 
-def identical(expected: Any, actual: Any) -> bool:
+
+@dataclass(frozen=True)
+class Difference:
+    """The first difference between two values: its kind, a sentence, and the ULP distance for floats."""
+
+    kind: str
+    detail: str
+    ulp: int | None = None
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+def identical(expected: Any, actual: Any, ulp_tolerance: int = 0) -> bool:
     """True when the two values are the same under the comparison policy."""
-    return difference(expected, actual) is None
+    return classify(expected, actual, ulp_tolerance) is None
 
 
-def difference(expected: Any, actual: Any, path: str = "") -> str | None:
+def difference(expected: Any, actual: Any, ulp_tolerance: int = 0) -> str | None:
     """How `actual` differs from `expected` (the first difference, with its position), or None."""
+    found = classify(expected, actual, ulp_tolerance)
+    return None if found is None else found.detail
+
+
+def classify(expected: Any, actual: Any, ulp_tolerance: int = 0, path: str = "") -> Difference | None:
+    """The first difference between `expected` and `actual`, or None when they are the same."""
     where = f" at {path}" if path else ""
     if isinstance(expected, Raised) or isinstance(actual, Raised):
         if isinstance(expected, Raised) and isinstance(actual, Raised) and expected.type == actual.type:
             return None
-        return f"exception{where}: expected {_show(expected)}, got {_show(actual)}"
+        return Difference("exception", f"exception{where}: expected {_show(expected)}, got {_show(actual)}")
     if expected is None or actual is None:
         if expected is None and actual is None:
             return None
-        return f"null vs value{where}: expected {_show(expected)}, got {_show(actual)}"
+        return Difference("null vs value", f"null vs value{where}: expected {_show(expected)}, got {_show(actual)}")
     if _kind(expected) != _kind(actual):
-        return f"type{where}: expected {_kind(expected)} {_show(expected)}, got {_kind(actual)} {_show(actual)}"
+        return Difference("type", f"type{where}: expected {_kind(expected)} {_show(expected)}, got {_kind(actual)} {_show(actual)}")
     if isinstance(expected, float):
-        return _float_difference(expected, actual, where)
+        return _float_difference(expected, actual, where, ulp_tolerance)
     if isinstance(expected, Decimal):
         # Decimal('1.0') == Decimal('1.00') numerically, but Spark's scale is part of the value.
         if expected.as_tuple() == actual.as_tuple():
             return None
-        return f"value{where}: expected {_show(expected)}, got {_show(actual)}"
+        return Difference("value", f"value{where}: expected {_show(expected)}, got {_show(actual)}")
     if isinstance(expected, (list, tuple)):
         if len(expected) != len(actual):
-            return f"length{where}: expected {len(expected)} elements, got {len(actual)}"
+            return Difference("length", f"length{where}: expected {len(expected)} elements, got {len(actual)}")
         for index, (e, a) in enumerate(zip(expected, actual)):
-            found = difference(e, a, f"{path}[{index}]")
+            found = classify(e, a, ulp_tolerance, f"{path}[{index}]")
             if found:
                 return found
         return None
     if isinstance(expected, dict):
         if set(expected) != set(actual):
-            return f"keys{where}: expected {sorted(map(repr, expected))}, got {sorted(map(repr, actual))}"
+            return Difference("keys", f"keys{where}: expected {sorted(map(repr, expected))}, got {sorted(map(repr, actual))}")
         for key in expected:
-            found = difference(expected[key], actual[key], f"{path}[{key!r}]")
+            found = classify(expected[key], actual[key], ulp_tolerance, f"{path}[{key!r}]")
             if found:
                 return found
         return None
     if expected == actual:
         return None
-    return f"value{where}: expected {_show(expected)}, got {_show(actual)}"
+    return Difference("value", f"value{where}: expected {_show(expected)}, got {_show(actual)}")
 
 
 def ulp_distance(a: float, b: float) -> int:
@@ -67,18 +88,21 @@ def ulp_distance(a: float, b: float) -> int:
     return abs(_ordered_bits(a) - _ordered_bits(b))
 
 
-def _float_difference(expected: float, actual: float, where: str) -> str | None:
+def _float_difference(expected: float, actual: float, where: str, ulp_tolerance: int) -> Difference | None:
     if math.isnan(expected) or math.isnan(actual):
         if math.isnan(expected) and math.isnan(actual):
             return None
-        return f"NaN{where}: expected {_show(expected)}, got {_show(actual)}"
+        return Difference("NaN", f"NaN{where}: expected {_show(expected)}, got {_show(actual)}")
     if expected == actual:
         if math.copysign(1.0, expected) != math.copysign(1.0, actual):
-            return f"sign of zero{where}: expected {_show(expected)}, got {_show(actual)}"
+            return Difference("sign of zero", f"sign of zero{where}: expected {_show(expected)}, got {_show(actual)}")
         return None
     if math.isinf(expected) or math.isinf(actual):
-        return f"value{where}: expected {_show(expected)}, got {_show(actual)}"
-    return f"value{where}: expected {_show(expected)}, got {_show(actual)} ({ulp_distance(expected, actual)} ULP apart)"
+        return Difference("value", f"value{where}: expected {_show(expected)}, got {_show(actual)}")
+    distance = ulp_distance(expected, actual)
+    if distance <= ulp_tolerance:
+        return None
+    return Difference("value", f"value{where}: expected {_show(expected)}, got {_show(actual)} ({distance} ULP apart)", distance)
 
 
 def _ordered_bits(value: float) -> int:

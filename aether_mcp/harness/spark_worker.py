@@ -39,6 +39,7 @@ class SparkWorker:
         self.spark_error: str | None = None
         self.spark_ready = threading.Event()
         self.reference_cache: dict[str, Any] = {}
+        self.loaded_targets: dict[str, Any] = {}
 
     def start_spark(self) -> None:
         from aether_mcp.harness.spark_session import create_session
@@ -60,7 +61,7 @@ class SparkWorker:
         return {"ok": False, "error_kind": "refused", "message": f"unknown request {op!r}"}
 
     def evaluate(self, message: dict[str, Any]) -> dict[str, Any]:
-        from aether_mcp.harness.target_evaluation import BadRows, TargetError, evaluate_rows, load_target
+        from aether_mcp.harness.target_evaluation import DEFAULT_MAX_ISOLATED, BadRows, Shape, TargetError, evaluate_rows, load_target
         from aether_mcp.path_guard import SandboxRoot
         from aether_mcp.workspace import Workspace
 
@@ -84,16 +85,23 @@ class SparkWorker:
             return {"ok": False, "error_kind": "spark", "message": self.spark_error or "Spark is not available"}
         with self.session_lock:
             try:
-                loaded = load_target(workspace.path, workspace.config, target)
+                loaded = self._loaded(workspace, target, load_target)
                 keys = self._cache_keys(workspace, loaded.source_digest, rows) if self.role == "reference" else None
                 missing = list(range(len(rows))) if keys is None else [i for i, key in enumerate(keys) if key not in self.reference_cache]
                 outputs: list[Any] = [None] * len(rows)
+                output_type, nullable = workspace.config.udf.return_type, True
                 if missing:
-                    computed, output_type = evaluate_rows(self.spark, workspace.config, loaded, [rows[i] for i in missing])
+                    computed, output_type, nullable = evaluate_rows(
+                        self.spark,
+                        workspace.config,
+                        loaded,
+                        [rows[i] for i in missing],
+                        shape=Shape.from_request(message.get("shape")),
+                        max_isolated=int(message.get("max_isolated") or DEFAULT_MAX_ISOLATED),
+                        typed=bool(message.get("typed")),
+                    )
                     for index, value in zip(missing, computed):
                         outputs[index] = value
-                else:
-                    output_type = workspace.config.udf.return_type
                 if keys is not None:
                     for index in missing:
                         if len(self.reference_cache) < MAX_CACHED_ROWS:
@@ -108,8 +116,26 @@ class SparkWorker:
             "ok": True,
             "outputs": value_codec.encode(outputs),
             "output_type": output_type,
+            "output_nullable": nullable,
             "evaluated": len(missing),
         }
+
+    def _loaded(self, workspace, target: str, load_target):
+        """A target prepared once per content: the original, or a candidate file as it is now."""
+        from aether_mcp.candidates import candidate_path
+        from aether_mcp.workspace import ORIGINAL_MODULE
+
+        path = workspace.path / ORIGINAL_MODULE if target == "original" else candidate_path(workspace, target)
+        try:
+            content = path.read_bytes()
+        except OSError:
+            content = b""
+        key = hashlib.sha256(b"\0".join([str(workspace.path).encode(), target.encode(), content, workspace.config.model_dump_json().encode()])).hexdigest()
+        if key not in self.loaded_targets:
+            if len(self.loaded_targets) > 64:
+                self.loaded_targets.clear()
+            self.loaded_targets[key] = load_target(workspace.path, workspace.config, target)
+        return self.loaded_targets[key]
 
     @staticmethod
     def _cache_keys(workspace, source_digest: str, rows: list[Any]) -> list[str]:

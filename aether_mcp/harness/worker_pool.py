@@ -20,12 +20,27 @@ from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp.harness import subprocess_runner
+from aether_mcp.harness import subprocess_runner, value_codec
 from aether_mcp.harness.java_runtime import JavaUnavailable, check_java
-from aether_mcp.harness.worker_protocol import WorkerUnavailable, request
-from aether_mcp.workspace import SparkConfig, state_home
+from aether_mcp.harness.worker_protocol import RequestCancelled, WorkerUnavailable, request
+from aether_mcp.workspace import SparkConfig, Workspace, state_home
 
 ROLES = ("reference", "candidate")
+
+
+class EvaluationFailed(Exception):
+    """A worker could not evaluate the target: `kind` is target, rows, refused, spark, timeout or internal."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class Evaluation:
+    outputs: list
+    output_type: str
+    output_nullable: bool
 
 
 @dataclass
@@ -74,6 +89,43 @@ class WorkerPool:
             self._workers[key] = handle
             return handle
 
+    def evaluate(
+        self,
+        role: str,
+        workspace: Workspace,
+        target: str,
+        rows: list,
+        *,
+        shape: dict | None = None,
+        max_isolated: int | None = None,
+        typed: bool = False,
+        timeout_s: float = 600.0,
+        cancel: threading.Event | None = None,
+    ) -> Evaluation:
+        """Outputs of `target` on `rows` from the `role` worker; a worker that times out or dies is replaced."""
+        handle = self.get(role, workspace.config.spark)
+        message = {"op": "evaluate", "workspace": str(workspace.path), "target": target, "rows": value_codec.encode(rows)}
+        if shape:
+            message["shape"] = shape
+        if max_isolated:
+            message["max_isolated"] = max_isolated
+        if typed:
+            message["typed"] = True
+        try:
+            reply = request(handle.socket_path, message, timeout_s=timeout_s, cancel=cancel)
+        except RequestCancelled:
+            self.discard(handle)
+            raise EvaluationFailed("cancelled", f"evaluating {target} was cancelled; its Spark worker was stopped") from None
+        except WorkerUnavailable as exc:
+            self.discard(handle)
+            timed_out = "timed out" in str(exc) or "timeout" in str(exc)
+            kind = "timeout" if timed_out else "internal"
+            reason = f"did not finish within {timeout_s:.0f}s" if timed_out else f"lost its Spark worker ({exc})"
+            raise EvaluationFailed(kind, f"evaluating {target} {reason}; the worker was stopped and the next call starts a fresh one") from None
+        if not reply.get("ok"):
+            raise EvaluationFailed(str(reply.get("error_kind", "internal")), str(reply.get("message")))
+        return Evaluation(value_codec.decode(reply["outputs"]), str(reply["output_type"]), bool(reply.get("output_nullable", True)))
+
     def discard(self, handle: WorkerHandle) -> None:
         """Stop a worker that may be stuck (after a timeout); the next `get` starts a fresh one."""
         with self._lock:
@@ -112,6 +164,8 @@ class WorkerPool:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "PYARROW_IGNORE_TIMEZONE": "1",
             "PYTHONHASHSEED": "0",
+            # Python-side datetime conversions use the process's zone: make it the session's.
+            "TZ": spark.conf.get("spark.sql.session.timeZone", "UTC"),
         }
         process = subprocess_runner.start(argv, cwd=self.directory, log_path=log_path, env_extra=env)
         handle = WorkerHandle(role, key, socket_path, log_path, process, time.monotonic())

@@ -9,14 +9,21 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import threading
+import time
 from typing import Any
 
 HEADER = struct.Struct(">Q")
 MAX_MESSAGE_BYTES = 512 * 1024 * 1024
+POLL_S = 0.5
 
 
 class WorkerUnavailable(ConnectionError):
-    """The worker could not be reached or closed the connection mid-request."""
+    """The worker could not be reached, did not answer in time, or closed the connection mid-request."""
+
+
+class RequestCancelled(Exception):
+    """The caller cancelled while waiting for the worker's reply."""
 
 
 def send_message(sock: socket.socket, message: dict[str, Any]) -> None:
@@ -24,15 +31,15 @@ def send_message(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.sendall(HEADER.pack(len(payload)) + payload)
 
 
-def receive_message(sock: socket.socket) -> dict[str, Any] | None:
+def receive_message(sock: socket.socket, *, deadline: float | None = None, cancel: threading.Event | None = None) -> dict[str, Any] | None:
     """The next message, or None when the peer closed the connection cleanly."""
-    header = _receive_exactly(sock, HEADER.size, allow_eof=True)
+    header = _receive_exactly(sock, HEADER.size, allow_eof=True, deadline=deadline, cancel=cancel)
     if header is None:
         return None
     (length,) = HEADER.unpack(header)
     if length > MAX_MESSAGE_BYTES:
         raise WorkerUnavailable(f"message of {length} bytes exceeds the {MAX_MESSAGE_BYTES}-byte limit")
-    payload = _receive_exactly(sock, length, allow_eof=False)
+    payload = _receive_exactly(sock, length, allow_eof=False, deadline=deadline, cancel=cancel)
     assert payload is not None
     message = json.loads(payload)
     if not isinstance(message, dict):
@@ -40,14 +47,19 @@ def receive_message(sock: socket.socket) -> dict[str, Any] | None:
     return message
 
 
-def request(socket_path: str, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    """Send one request on a fresh connection and wait for its reply."""
+def request(socket_path: str, message: dict[str, Any], timeout_s: float, cancel: threading.Event | None = None) -> dict[str, Any]:
+    """Send one request on a fresh connection and wait for its reply (until timeout_s, or `cancel` is set)."""
+    deadline = time.monotonic() + timeout_s
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout_s)
+        sock.settimeout(min(timeout_s, POLL_S))
         try:
             sock.connect(socket_path)
+            sock.settimeout(None)
             send_message(sock, message)
-            reply = receive_message(sock)
+            sock.settimeout(POLL_S)
+            reply = receive_message(sock, deadline=deadline, cancel=cancel)
+        except RequestCancelled:
+            raise
         except (OSError, socket.timeout) as exc:
             raise WorkerUnavailable(f"Spark worker at {socket_path} did not answer ({exc.__class__.__name__}: {exc})") from exc
     if reply is None:
@@ -55,10 +67,17 @@ def request(socket_path: str, message: dict[str, Any], timeout_s: float) -> dict
     return reply
 
 
-def _receive_exactly(sock: socket.socket, size: int, *, allow_eof: bool) -> bytes | None:
+def _receive_exactly(sock: socket.socket, size: int, *, allow_eof: bool, deadline: float | None = None, cancel: threading.Event | None = None) -> bytes | None:
     chunks = bytearray()
     while len(chunks) < size:
-        chunk = sock.recv(min(size - len(chunks), 1 << 20))
+        try:
+            chunk = sock.recv(min(size - len(chunks), 1 << 20))
+        except socket.timeout:
+            if cancel is not None and cancel.is_set():
+                raise RequestCancelled("the request was cancelled") from None
+            if deadline is not None and time.monotonic() > deadline:
+                raise
+            continue
         if not chunk:
             if allow_eof and not chunks:
                 return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import shutil
 from importlib import resources
@@ -169,6 +170,14 @@ class RunSummary(BaseModel):
     tests_changed_since: bool = Field(description="the test files changed after this run")
 
 
+class CompareSummary(BaseModel):
+    equal: bool
+    rows_compared: int
+    mismatched: int
+    candidate_changed_since: bool = Field(description="the candidate file changed after this comparison")
+    result_path: str
+
+
 class WorkspaceStatusResult(BaseModel):
     workspace: str
     udf: UdfInfo
@@ -179,6 +188,7 @@ class WorkspaceStatusResult(BaseModel):
     candidates: list[str]
     snapshots: int
     last_runs: dict[str, RunSummary]
+    last_compares: dict[str, CompareSummary] = Field(description="the latest byte_compare per candidate")
     gates: list[Gate]
 
 
@@ -204,7 +214,9 @@ def workspace_status(root: SandboxRoot, workspace: str) -> WorkspaceStatusResult
             "restore the recorded files from .aether/protected/ (e.g. `cp .aether/protected/original/udf.py original/udf.py`), "
             "delete added files under original/, or create a fresh workspace with init_workspace"
         )
+    last_compares = _latest_compares(opened, editable)
     gates = _gates(integrity.intact, test_files, cases, last_runs.get("original"))
+    gates.append(_compare_gate(last_compares))
     return WorkspaceStatusResult(
         workspace=str(opened.path),
         udf=_udf_info(opened.config),
@@ -222,6 +234,7 @@ def workspace_status(root: SandboxRoot, workspace: str) -> WorkspaceStatusResult
         candidates=candidates,
         snapshots=len(snapshot_store.all_snapshots(opened)),
         last_runs=last_runs,
+        last_compares=last_compares,
         gates=gates,
     )
 
@@ -258,6 +271,38 @@ def _latest_runs(workspace: Workspace) -> dict[str, dict]:
         return {str(k): dict(v) for k, v in data.items()} if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+def _latest_compares(workspace: Workspace, editable: dict[str, Path]) -> dict[str, CompareSummary]:
+    try:
+        data = json.loads((workspace.state_dir / "runs" / "compares.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    summaries = {}
+    for name, entry in sorted(data.items()) if isinstance(data, dict) else []:
+        path = editable.get(f"{CANDIDATE_DIR}/{name}.py")
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path else None
+        try:
+            summaries[name] = CompareSummary(
+                equal=bool(entry["equal"]),
+                rows_compared=int(entry["rows_compared"]),
+                mismatched=int(entry["mismatched"]),
+                candidate_changed_since=digest != entry.get("candidate_digest"),
+                result_path=str(entry["result_path"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            continue
+    return summaries
+
+
+def _compare_gate(compares: dict[str, CompareSummary]) -> Gate:
+    current = {name: c for name, c in compares.items() if not c.candidate_changed_since}
+    equal = sorted(name for name, c in current.items() if c.equal)
+    if equal:
+        return Gate(name="candidate_equal", status="pass", detail=f"byte_compare found no difference for: {', '.join(equal)}")
+    if current:
+        return Gate(name="candidate_equal", status="fail", detail=f"byte_compare found differences for: {', '.join(sorted(current))}")
+    return Gate(name="candidate_equal", status="pending", detail="call byte_compare(workspace, candidate) once a candidate passes run_tests")
 
 
 def _gates(intact: bool, test_files: list[str], cases: int | None, original_run: RunSummary | None) -> list[Gate]:
@@ -343,7 +388,7 @@ def _write_workspace(target: Path, config: WorkspaceConfig, module_source: str) 
         "{{udf_name}}": config.udf.name,
         "{{signature}}": ", ".join(arg_names),
         "{{first_arg}}": arg_names[0],
-        "{{numpy_args}}": ", ".join(f"{n}.to_numpy()" for n in arg_names),
+        "{{numpy_args}}": ", ".join(f"{n}.to_numpy(dtype=\"float64\", na_value=np.nan)" for n in arg_names),
         "{{arg_list}}": ", ".join(f"`{a.name}` ({a.type})" for a in config.udf.args),
         "{{return_type}}": config.udf.return_type,
         "{{kind}}": config.udf.kind,

@@ -1,0 +1,426 @@
+"""byte_compare: prove a candidate equal to the original as Spark runs it, on the tests and on fresh hidden inputs.
+
+Inputs: every row of tests/cases.py, the edge corpus of the argument types, and hidden rows
+generated here from a fresh secret seed. The original runs in the reference worker (which never
+loads candidate code), the candidate in the candidate worker with a batch shape drawn per call,
+and every output is compared here, in the server, with the one comparator. Mismatching hidden
+rows are shrunk to small counterexamples before they are reported.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import random
+import secrets
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Literal
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from aether_mcp.harness import shrink
+from aether_mcp.harness.case_literals import read_case_rows
+from aether_mcp.harness.compare import classify
+from aether_mcp.harness.edge_inputs import edge_rows
+from aether_mcp.harness.hidden_inputs import hidden_rows as generate_hidden_rows
+from aether_mcp.harness.mined_values import mine
+from aether_mcp.harness.value_codec import Raised
+from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
+from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.spark_types import parse_type, unsupported_part
+from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace
+
+Source = Literal["tests", "edge", "hidden"]
+MAX_HIDDEN_ROWS = 200_000
+MISMATCHES_PER_SOURCE = 5
+SHRUNK_PER_CALL = 3
+SHRINK_ROUNDS = 6
+SHRINK_VARIANTS_PER_ROUND = 150
+RAISED_SAMPLE = 20
+# Arrow batch sizes and partition layouts drawn per call, so batch-size special cases show up.
+# Tests and edge rows always run in tiny batches, hidden rows in a layout drawn per call.
+SMALL_BATCH_SIZES = (1, 2, 7)
+BATCH_SIZES = (256, 2048, 10_000)
+PARTITIONS = (1, 2, 3, 8)
+EMPTY_PARTITIONS = (0, 1, 3)
+Progress = Callable[[int, int | None, str], None]
+
+
+class SourceSummary(BaseModel):
+    source: Source
+    rows: int
+    mismatched: int
+    original_raised: int
+
+
+class Mismatch(BaseModel):
+    source: Source
+    args: list[str] = Field(description="argument values (Python repr: 'nan', '-0.0', \"'\\tgold'\" are exact)")
+    expected: str = Field(description="what the original returned (repr)")
+    actual: str = Field(description="what the candidate returned (repr)")
+    kind: str = Field(description="value, null vs value, NaN, sign of zero, type, exception, length or keys")
+    detail: str
+    ulp_distance: int | None = None
+    shrunk_from: list[str] | None = Field(None, description="the hidden row as generated, when this counterexample was shrunk from it")
+
+
+class RaisedExample(BaseModel):
+    source: Source
+    args: list[str]
+    original_raised: str
+    candidate_returned: str
+
+
+class OriginalRaised(BaseModel):
+    count: int
+    examples: list[RaisedExample]
+    note: str = "inputs the original raises on fail the job either way; they are not counted as mismatches"
+
+
+class ComparisonPolicy(BaseModel):
+    floats: str = Field(description="'exact' (bit for bit) unless a ULP tolerance is declared")
+    ulp_tolerance: int
+    declared_deviations: list[str]
+    null_only_equals_null: bool = True
+    nan_only_equals_nan: bool = True
+    signed_zero_distinct: bool = True
+    types_must_match: bool = True
+
+
+class BatchShape(BaseModel):
+    partitions: int
+    empty_partitions: int
+    max_records_per_batch: int
+
+
+class ByteCompareResult(BaseModel):
+    workspace: str
+    candidate: str
+    equal: bool
+    rows_compared: int
+    sources: list[SourceSummary]
+    mismatches: list[Mismatch]
+    original_raised: OriginalRaised
+    error: str | None = Field(None, description="why the candidate could not be evaluated (then equal is false)")
+    contract_problems: list[str] = Field(description="output type or nullability that differs from the original's")
+    output_type: str | None
+    expected_output_type: str
+    policy: ComparisonPolicy
+    backend: str = Field(description="where the candidate ran")
+    batch_shape: BatchShape = Field(description="layout of the hidden rows for the candidate, drawn per call")
+    small_batch_shape: BatchShape = Field(description="layout of the test and edge rows: always tiny batches")
+    duration_s: float
+    result_path: str
+
+
+def byte_compare(
+    root: SandboxRoot,
+    workers: WorkerPool,
+    workspace: str,
+    candidate: str,
+    hidden_rows: int = 20_000,
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
+) -> ByteCompareResult:
+    started = time.monotonic()
+    opened = Workspace.open_intact(root, workspace)
+    target = check_target(opened, candidate if candidate.startswith("candidate:") else f"candidate:{candidate}")
+    if not 0 <= hidden_rows <= MAX_HIDDEN_ROWS:
+        raise ToolError(f"hidden_rows must be between 0 and {MAX_HIDDEN_ROWS} (got {hidden_rows}).")
+    _check_types(opened)
+    report = progress or (lambda done, total, message: None)
+
+    report(0, 4, "generating inputs")
+    case_rows = read_case_rows(opened.path / TESTS_DIR / "cases.py")
+    inputs: list[tuple[Source, list[Any]]] = [("tests", row) for row in case_rows]
+    inputs += [("edge", row) for row in edge_rows(opened.config, case_rows)]
+    seed = secrets.randbits(64)
+    mined = mine(opened.original_module.read_text(encoding="utf-8"))
+    inputs += [("hidden", row) for row in generate_hidden_rows(opened.config, mined, hidden_rows, seed)]
+    shape_rng = random.Random(secrets.randbits(64))
+    small_shape = BatchShape(partitions=shape_rng.choice((1, 2, 3)), empty_partitions=shape_rng.choice(EMPTY_PARTITIONS), max_records_per_batch=shape_rng.choice(SMALL_BATCH_SIZES))
+    shape = BatchShape(
+        partitions=shape_rng.choice(PARTITIONS),
+        empty_partitions=shape_rng.choice(EMPTY_PARTITIONS),
+        max_records_per_batch=shape_rng.choice(BATCH_SIZES),
+    )
+    rows = [row for _, row in inputs]
+
+    comparison = _Comparison(opened, workers, target, cancel)
+    candidate_run = _CandidateRun(workers, opened, target, rows, [source for source, _ in inputs], small_shape, shape, cancel)
+    # A vectorized candidate isolates its own failing rows, so it can run on every row while the
+    # original runs; a sql candidate fails whole jobs on rows the original raises on, so it waits.
+    concurrent = _candidate_kind(opened, target) in ("vectorized", "kernel")
+    report(1, 4, f"evaluating the original{' and ' + target if concurrent else ''} on {len(rows)} rows")
+    with ThreadPoolExecutor(max_workers=2) as executor:
+        candidate_future = executor.submit(candidate_run.evaluate, list(range(len(rows)))) if concurrent else None
+        try:
+            expected = workers.evaluate("reference", opened, "original", rows, typed=True, cancel=cancel).outputs
+        except EvaluationFailed as exc:
+            if candidate_future is not None:
+                candidate_future.result()
+            raise ToolError(f"the original could not be evaluated ({exc}); run_tests(workspace, 'original') shows the same problem in context.") from None
+        raised = [i for i, value in enumerate(expected) if isinstance(value, Raised)]
+        clean = [i for i, value in enumerate(expected) if not isinstance(value, Raised)]
+        if candidate_future is not None:
+            candidate_future.result()
+        else:
+            report(2, 4, f"evaluating {target} on {len(clean)} rows")
+            candidate_run.evaluate(clean)
+    if candidate_run.cancelled:
+        raise ToolError(candidate_run.error or "byte_compare was cancelled")
+    actual, error, output_type, contract_problems = candidate_run.actual, candidate_run.error, candidate_run.output_type, candidate_run.contract_problems
+
+    mismatches: list[Mismatch] = []
+    mismatched: dict[Source, int] = {"tests": 0, "edge": 0, "hidden": 0}
+    to_shrink: list[int] = []
+    if error is None:
+        for index in clean:
+            found = classify(expected[index], actual[index], comparison.ulp_tolerance)
+            if found is None:
+                continue
+            source = inputs[index][0]
+            mismatched[source] += 1
+            if sum(1 for m in mismatches if m.source == source) < MISMATCHES_PER_SOURCE:
+                mismatches.append(_mismatch(source, rows[index], expected[index], actual[index], found))
+                if source == "hidden" and len(to_shrink) < SHRUNK_PER_CALL:
+                    to_shrink.append(len(mismatches) - 1)
+        if to_shrink and not contract_problems:  # with the wrong output type every row differs: nothing to shrink
+            report(3, 4, f"shrinking {len(to_shrink)} counterexample(s)")
+            for position, shrunk in zip(to_shrink, comparison.shrink([_original_row(inputs, mismatches[p]) for p in to_shrink])):
+                if shrunk is not None:
+                    original_args = mismatches[position].args
+                    mismatches[position] = _mismatch("hidden", shrunk.row, shrunk.expected, shrunk.actual, shrunk.difference)
+                    mismatches[position].shrunk_from = original_args
+
+    sample = [(inputs[i][0], rows[i], expected[i]) for i in raised[:RAISED_SAMPLE]]
+    if error is not None:
+        raised_examples = []
+    elif concurrent:
+        raised_examples = [RaisedExample(source=source, args=[repr(v) for v in row], original_raised=str(value), candidate_returned=_show(actual[i])) for i, (source, row, value) in zip(raised, sample)]
+    else:
+        raised_examples = comparison.raised_examples(sample)
+    sources = [
+        SourceSummary(
+            source=name,
+            rows=sum(1 for source, _ in inputs if source == name),
+            mismatched=mismatched[name],
+            original_raised=sum(1 for i in raised if inputs[i][0] == name),
+        )
+        for name in ("tests", "edge", "hidden")
+    ]
+    equal = error is None and not contract_problems and sum(mismatched.values()) == 0
+    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    result_path = opened.state_dir / "runs" / run_id / "byte_compare.json"
+    result = ByteCompareResult(
+        workspace=str(opened.path),
+        candidate=target.removeprefix("candidate:"),
+        equal=equal,
+        rows_compared=len(clean) if error is None else 0,
+        sources=sources,
+        mismatches=mismatches,
+        original_raised=OriginalRaised(count=len(raised), examples=raised_examples),
+        error=error,
+        contract_problems=contract_problems,
+        output_type=output_type,
+        expected_output_type=opened.config.udf.return_type,
+        policy=comparison.policy(),
+        backend=_backend(opened, target),
+        batch_shape=shape,
+        small_batch_shape=small_shape,
+        duration_s=round(time.monotonic() - started, 3),
+        result_path=str(result_path),
+    )
+    result_path.parent.mkdir(parents=True, exist_ok=True)
+    result_path.write_text(result.model_dump_json(indent=2), encoding="utf-8")
+    _record_latest(opened, result, target)
+    report(4, 4, "equal" if equal else "not equal")
+    return result
+
+
+class _CandidateRun:
+    """The candidate on a set of rows: test and edge rows in tiny batches, hidden rows in the drawn layout."""
+
+    def __init__(self, workers, workspace, target, rows, sources, small_shape, shape, cancel) -> None:
+        self.workers, self.workspace, self.target, self.rows, self.sources = workers, workspace, target, rows, sources
+        self.small_shape, self.shape, self.cancel = small_shape, shape, cancel
+        self.actual: dict[int, Any] = {}
+        self.error: str | None = None
+        self.cancelled = False
+        self.output_type: str | None = None
+        self.contract_problems: list[str] = []
+
+    def evaluate(self, indices: list[int]) -> None:
+        parts = (
+            ([i for i in indices if self.sources[i] != "hidden"], self.small_shape),
+            ([i for i in indices if self.sources[i] == "hidden"], self.shape),
+        )
+        try:
+            for part, shape in parts:
+                if not part:
+                    continue
+                evaluation = self.workers.evaluate(
+                    "candidate", self.workspace, self.target, [self.rows[i] for i in part], shape=shape.model_dump(), typed=True, cancel=self.cancel
+                )
+                self.actual.update(zip(part, evaluation.outputs))
+                self.output_type = evaluation.output_type
+                self.contract_problems = _contract_problems(self.workspace, evaluation.output_type, evaluation.output_nullable)
+        except EvaluationFailed as exc:
+            self.cancelled = exc.kind == "cancelled"
+            self.error = str(exc) if self.cancelled else f"{self.target} could not be evaluated: {exc}"
+
+
+class _Shrunk:
+    def __init__(self, row, expected, actual, difference) -> None:
+        self.row = row
+        self.expected = expected
+        self.actual = actual
+        self.difference = difference
+
+
+class _Comparison:
+    def __init__(self, workspace: Workspace, workers: WorkerPool, target: str, cancel: threading.Event | None) -> None:
+        self.workspace = workspace
+        self.workers = workers
+        self.target = target
+        self.cancel = cancel
+        self.ulp_tolerance = 0
+
+    def policy(self) -> ComparisonPolicy:
+        return ComparisonPolicy(floats=self.workspace.config.compare.floats, ulp_tolerance=self.ulp_tolerance, declared_deviations=[])
+
+    def both(self, rows: list[list[Any]]) -> tuple[list[Any], list[Any]]:
+        expected = self.workers.evaluate("reference", self.workspace, "original", rows, cancel=self.cancel).outputs
+        actual = self.workers.evaluate("candidate", self.workspace, self.target, rows, cancel=self.cancel).outputs
+        return expected, actual
+
+    def shrink(self, start_rows: list[list[Any]]) -> list[_Shrunk | None]:
+        """For each mismatching row, the simplest variant found that still mismatches."""
+        current = [list(row) for row in start_rows]
+        best: list[_Shrunk | None] = [None] * len(current)
+        for _ in range(SHRINK_ROUNDS):
+            proposals: list[tuple[int, list[Any]]] = []
+            for which, row in enumerate(current):
+                for position, value in enumerate(row):
+                    for simpler in shrink.variants(value)[:25]:
+                        proposals.append((which, row[:position] + [simpler] + row[position + 1 :]))
+            proposals = proposals[:SHRINK_VARIANTS_PER_ROUND]
+            if not proposals:
+                break
+            try:
+                expected, actual = self.both([row for _, row in proposals])
+            except EvaluationFailed:
+                break
+            improved = False
+            for (which, row), e, a in zip(proposals, expected, actual):
+                if isinstance(e, Raised):
+                    continue
+                found = classify(e, a, self.ulp_tolerance)
+                if found is None:
+                    continue
+                if shrink.row_complexity(row) < shrink.row_complexity(current[which]):
+                    current[which] = row
+                    best[which] = _Shrunk(row, e, a, found)
+                    improved = True
+            if not improved:
+                break
+        return best
+
+    def raised_examples(self, items: list[tuple[Source, list[Any], Raised]]) -> list[RaisedExample]:
+        if not items:
+            return []
+        try:
+            returned = self.workers.evaluate("candidate", self.workspace, self.target, [row for _, row, _ in items], cancel=self.cancel).outputs
+        except EvaluationFailed as exc:
+            returned = [Raised("NotEvaluated", str(exc))] * len(items)
+        return [
+            RaisedExample(source=source, args=[repr(v) for v in row], original_raised=str(raised), candidate_returned=_show(value))
+            for (source, row, raised), value in zip(items, returned)
+        ]
+
+
+def _original_row(inputs: list[tuple[Source, list[Any]]], mismatch: Mismatch) -> list[Any]:
+    for source, row in inputs:
+        if source == mismatch.source and [repr(v) for v in row] == mismatch.args:
+            return row
+    raise AssertionError("a reported mismatch must come from an input row")
+
+
+def _mismatch(source: Source, row: list[Any], expected: Any, actual: Any, found) -> Mismatch:
+    return Mismatch(
+        source=source,
+        args=[repr(value) for value in row],
+        expected=_show(expected),
+        actual=_show(actual),
+        kind=found.kind,
+        detail=found.detail,
+        ulp_distance=found.ulp,
+    )
+
+
+def _show(value: Any) -> str:
+    return f"raised {value}" if isinstance(value, Raised) else repr(value)
+
+
+def _check_types(workspace: Workspace) -> None:
+    udf = workspace.config.udf
+    for arg in udf.args:
+        part = unsupported_part(parse_type(arg.type))
+        if part:
+            raise ToolError(f"byte_compare does not support {part} yet (argument {arg.name!r} is {arg.type}); supported: boolean, tinyint..bigint, float, double, decimal, string, binary, date, timestamp and arrays of these.")
+    part = unsupported_part(parse_type(udf.return_type))
+    if part:
+        raise ToolError(f"byte_compare does not support {part} yet (the UDF returns {udf.return_type}); supported: boolean, tinyint..bigint, float, double, decimal, string, binary, date, timestamp and arrays of these.")
+
+
+def _contract_problems(workspace: Workspace, output_type: str, nullable: bool) -> list[str]:
+    problems = []
+    declared = workspace.config.udf.return_type
+    if output_type != declared:
+        problems.append(f"the candidate returns {output_type} but the original returns {declared}; cast the result to {declared}")
+    if not nullable:
+        problems.append(
+            "the candidate's column is not nullable but the original UDF's is; make the result nullable "
+            "(for example end with F.when(result.isNotNull(), result))"
+        )
+    return problems
+
+
+def _candidate_kind(workspace: Workspace, target: str) -> str | None:
+    try:
+        return declared_target(candidate_path(workspace, target).read_text(encoding="utf-8"), target)
+    except (BadCandidate, OSError, UnicodeDecodeError):
+        return None
+
+
+def _backend(workspace: Workspace, target: str) -> str:
+    kind = _candidate_kind(workspace, target)
+    if kind is None:
+        return "unknown (the candidate does not declare a valid TARGET)"
+    if kind == "sql":
+        return "spark-sql: JVM expressions, no Python"
+    return f"cpu: {kind} candidate on pandas/NumPy over Arrow batches (mapInArrow)"
+
+
+def _record_latest(workspace: Workspace, result: ByteCompareResult, target: str) -> None:
+    path = workspace.state_dir / "runs" / "compares.json"
+    with workspace.lock():
+        try:
+            latest = json.loads(path.read_text()) if path.exists() else {}
+        except ValueError:
+            latest = {}
+        candidate_file = workspace.path / "candidate" / f"{result.candidate}.py"
+        latest[result.candidate] = {
+            "equal": result.equal,
+            "rows_compared": result.rows_compared,
+            "mismatched": sum(s.mismatched for s in result.sources),
+            "candidate_digest": hashlib.sha256(candidate_file.read_bytes()).hexdigest() if candidate_file.exists() else None,
+            "original_digest": hashlib.sha256((workspace.path / ORIGINAL_MODULE).read_bytes()).hexdigest(),
+            "result_path": result.result_path,
+        }
+        path.write_text(json.dumps(latest, indent=2, sort_keys=True))

@@ -1,0 +1,220 @@
+"""byte_compare: equal candidates pass on every call; planted one-branch bugs fail with a counterexample."""
+
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.tools import files, workspaces
+from aether_mcp.tools.byte_compare import byte_compare
+from aether_mcp.tools.test_runs import run_tests
+from conftest import EXAMPLE_UDFS, EXAMPLES, SQL_CANDIDATE, VECTORIZED_CANDIDATE
+
+pytestmark = pytest.mark.slow
+
+MATH_JOB = textwrap.dedent(
+    '''
+    from pyspark.sql.functions import udf
+
+
+    @udf("double")
+    def price_cents(amount: float) -> float:
+        if amount is None:
+            return None
+        return round(amount, 2)
+
+
+    @udf("bigint")
+    def bucket(n: int) -> int:
+        if n is None:
+            return None
+        return n % 7
+
+
+    @udf("double")
+    def magnitude(x: float) -> float:
+        if x is None:
+            return None
+        return -x if x < 0 else x
+    '''
+)
+
+
+def sql(body: str) -> str:
+    return f"from pyspark.sql import functions as F\n\nTARGET = 'sql'\n\n\ndef build(*cols):\n    {body}\n"
+
+
+@pytest.fixture
+def math_root(tmp_path) -> SandboxRoot:
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "math_job.py").write_text(MATH_JOB)
+    return SandboxRoot(tmp_path)
+
+
+def math_workspace(root: SandboxRoot, udf: str, candidates: dict[str, str]) -> str:
+    ws = workspaces.init_workspace(root, "jobs/math_job.py", udf).workspace
+    for name, source in candidates.items():
+        files.write_file(root, ws, f"candidate/{name}.py", source)
+    return ws
+
+
+def loyalty_workspace(tmp_path, workers, candidates: dict[str, str]) -> tuple[SandboxRoot, str]:
+    shutil.copytree(EXAMPLES / "loyalty_pricing", tmp_path / "loyalty_pricing")
+    root = SandboxRoot(tmp_path)
+    ws = workspaces.init_workspace(root, "loyalty_pricing/job.py", "loyalty_discount", arg_types={"age": "int"}).workspace
+    files.write_file(root, ws, "tests/cases.py", (EXAMPLES / "loyalty_pricing" / "cases.py").read_text())
+    for name, source in candidates.items():
+        files.write_file(root, ws, f"candidate/{name}.py", source)
+    return root, ws
+
+
+
+
+@pytest.mark.parametrize("example, udf, arg_types, candidate", EXAMPLE_UDFS, ids=[e[0] for e in EXAMPLE_UDFS])
+def test_equivalent_example_candidates_pass_on_every_call(tmp_path, workers, example, udf, arg_types, candidate):
+    shutil.copytree(EXAMPLES / example, tmp_path / example)
+    root = SandboxRoot(tmp_path)
+    ws = workspaces.init_workspace(root, f"{example}/job.py", udf, arg_types=arg_types).workspace
+    files.write_file(root, ws, "tests/cases.py", (EXAMPLES / example / "cases.py").read_text())
+    files.write_file(root, ws, f"candidate/{candidate}.py", (EXAMPLES / example / "candidates" / f"{candidate}.py").read_text())
+    for _ in range(3):  # a fresh secret seed and batch shape each time
+        result = byte_compare(root, workers, ws, candidate)
+        assert result.equal, result.mismatches[:3]
+        assert [(s.source, s.mismatched) for s in result.sources] == [("tests", 0), ("edge", 0), ("hidden", 0)]
+        assert result.rows_compared >= 20_000 and result.error is None and result.contract_problems == []
+
+
+def test_boundary_off_by_one_is_caught_at_the_boundary(tmp_path, workers):
+    good = (EXAMPLES / "loyalty_pricing" / "candidates" / "discount_sql.py").read_text()
+    off_by_one = good.replace("age >= SENIOR_AGE", "age > SENIOR_AGE")
+    assert off_by_one != good
+    root, ws = loyalty_workspace(tmp_path, workers, {"off_by_one": off_by_one})
+    files.write_file(root, ws, "tests/cases.py", "CASES = []\n")  # found without being told
+    result = byte_compare(root, workers, ws, "off_by_one")
+    assert not result.equal
+    hidden = [m for m in result.mismatches if m.source in ("hidden", "edge")]
+    assert any(m.args[0] == "65" for m in hidden), hidden
+
+
+def test_trim_for_strip_is_caught_with_the_whitespace_in_the_counterexample(tmp_path, workers):
+    good = (EXAMPLES / "loyalty_pricing" / "candidates" / "discount_sql.py").read_text()
+    naive_trim = good.replace("F.trim(tier, F.lit(PY_WHITESPACE))", "F.trim(tier)")
+    assert naive_trim != good
+    root, ws = loyalty_workspace(tmp_path, workers, {"naive_trim": naive_trim})
+    files.write_file(root, ws, "tests/cases.py", "CASES = []\n")
+    result = byte_compare(root, workers, ws, "naive_trim")
+    assert not result.equal
+    shown = [m.args[2] for m in result.mismatches]
+    assert any(re.search(r"\\t|\\n|\\r|\\x|\\u|\\u3000", tier) for tier in shown), shown
+
+
+def test_python_round_versus_spark_round_is_caught(math_root, workers):
+    ws = math_workspace(math_root, "price_cents", {"spark_round": sql("return F.round(cols[0], 2)")})
+    result = byte_compare(math_root, workers, ws, "spark_round")
+    assert not result.equal
+    assert any(m.kind == "value" for m in result.mismatches)
+
+
+def test_modulo_on_negatives_is_caught(math_root, workers):
+    ws = math_workspace(math_root, "bucket", {"spark_mod": sql("return cols[0] % 7"), "pmod": sql("return F.pmod(cols[0], F.lit(7))")})
+    wrong = byte_compare(math_root, workers, ws, "spark_mod")
+    assert not wrong.equal and any(m.args[0].startswith("-") for m in wrong.mismatches)
+    assert byte_compare(math_root, workers, ws, "pmod").equal
+
+
+def test_lost_sign_of_zero_and_invented_values_for_null_are_caught(math_root, workers):
+    candidates = {
+        "abs": sql("return F.abs(cols[0])"),
+        "zero_for_null": sql("return F.coalesce(F.when(cols[0] < 0, -cols[0]).otherwise(cols[0]), F.lit(0.0))"),
+        "faithful": sql("return F.when(cols[0] < 0, -cols[0]).otherwise(cols[0])"),
+    }
+    ws = math_workspace(math_root, "magnitude", candidates)
+    kinds = {name: {m.kind for m in byte_compare(math_root, workers, ws, name, hidden_rows=2000).mismatches} for name in candidates}
+    assert "sign of zero" in kinds["abs"]
+    assert "null vs value" in kinds["zero_for_null"]
+    assert kinds["faithful"] == set()
+
+
+def test_nan_or_null_everywhere_fails(math_root, workers):
+    ws = math_workspace(
+        math_root,
+        "magnitude",
+        {"nan": sql("return F.lit(float('nan'))"), "null": sql("return F.lit(None).cast('double')")},
+    )
+    for name, kind in (("nan", "NaN"), ("null", "null vs value")):
+        result = byte_compare(math_root, workers, ws, name, hidden_rows=500)
+        assert not result.equal and kind in {m.kind for m in result.mismatches}
+
+
+def test_a_candidate_that_raises_is_reported_not_a_crash(math_root, workers):
+    candidates = {
+        "broken_import": "import numpy\nTARGET = 'vectorized'\nraise RuntimeError('boom at import')\ndef evaluate(x):\n    return x\n",
+        "raises_in_batches": "TARGET = 'vectorized'\n\ndef evaluate(x):\n    raise ZeroDivisionError('nope')\n",
+        "bad_build": sql("return 1 / 0"),
+    }
+    ws = math_workspace(math_root, "magnitude", candidates)
+    broken = byte_compare(math_root, workers, ws, "broken_import", hidden_rows=200)
+    assert not broken.equal and "boom at import" in broken.error
+    raising = byte_compare(math_root, workers, ws, "raises_in_batches", hidden_rows=200)
+    assert not raising.equal and all(m.kind == "exception" for m in raising.mismatches)
+    assert any("ZeroDivisionError" in m.actual for m in raising.mismatches)
+    bad = byte_compare(math_root, workers, ws, "bad_build", hidden_rows=200)
+    assert not bad.equal and "ZeroDivisionError" in bad.error
+
+
+def test_special_cased_batch_sizes_are_caught_on_every_call(root, workspace, workers):
+    sneaky = VECTORIZED_CANDIDATE.replace(
+        "    return pd.Series(pd.arrays.FloatingArray(fee, missing))",
+        "    if len(weight) < 8:\n        fee = fee * 0.0\n    return pd.Series(pd.arrays.FloatingArray(fee, missing))",
+    )
+    files.write_file(root, workspace, "candidate/sneaky.py", sneaky)
+    for _ in range(2):
+        assert not byte_compare(root, workers, workspace, "sneaky", hidden_rows=1000).equal
+
+
+def test_inputs_the_original_raises_on_are_reported_not_mismatched(root, workspace, workers):
+    files.write_file(root, workspace, "candidate/fee_sql.py", SQL_CANDIDATE)
+    result = byte_compare(root, workers, workspace, "fee_sql", hidden_rows=3000)
+    assert result.equal, result.mismatches[:3]
+    assert result.original_raised.count > 0
+    example = result.original_raised.examples[0]
+    assert example.original_raised.startswith("ValueError") and example.candidate_returned.startswith("raised ")
+
+
+def test_output_type_must_match_the_original(math_root, workers):
+    ws = math_workspace(math_root, "magnitude", {"as_decimal": sql("return F.abs(cols[0]).cast('decimal(20,4)')")})
+    result = byte_compare(math_root, workers, ws, "as_decimal", hidden_rows=200)
+    assert not result.equal
+    assert result.contract_problems[0].startswith("the candidate returns decimal(20,4) but the original returns double")
+
+
+def test_run_tests_and_byte_compare_agree_on_every_case(tmp_path, workers):
+    naive = (EXAMPLES / "loyalty_pricing" / "candidates" / "naive_sql.py").read_text()
+    root, ws = loyalty_workspace(tmp_path, workers, {"naive": naive})
+    tests = run_tests(root, workers, ws, "candidate:naive")
+    compared = byte_compare(root, workers, ws, "naive", hidden_rows=0)
+    failing_args = {re.search(r"args=(\[.*?\]) \(", t.message).group(1) for t in tests.tests if t.outcome == "failed"}
+    tests_source = next(s for s in compared.sources if s.source == "tests")
+    assert tests_source.mismatched == tests.failed == len(failing_args)
+    shown = {"[" + ", ".join(m.args) + "]" for m in compared.mismatches if m.source == "tests"}
+    assert shown <= failing_args
+
+
+def test_refusals(root, workspace, workers, tmp_path):
+    with pytest.raises(ToolError, match="candidate/nope.py does not exist"):
+        byte_compare(root, workers, workspace, "nope")
+    files.write_file(root, workspace, "candidate/fee_sql.py", SQL_CANDIDATE)
+    with pytest.raises(ToolError, match="hidden_rows must be between 0 and 200000"):
+        byte_compare(root, workers, workspace, "fee_sql", hidden_rows=-1)
+    (root.path / "jobs" / "maps.py").write_text("from pyspark.sql.functions import udf\n\n@udf('int')\ndef size(m: dict[str, int]) -> int:\n    return len(m)\n")
+    maps = workspaces.init_workspace(root, "jobs/maps.py", "size").workspace
+    files.write_file(root, maps, "candidate/c.py", sql("return F.size(cols[0])"))
+    with pytest.raises(ToolError, match=r"does not support map<string,bigint> yet \(argument 'm'"):
+        byte_compare(root, workers, maps, "c")
+    (Path(workspace) / "original" / "udf.py").write_text("def shipping_fee(weight, express):\n    return 1.0\n")
+    with pytest.raises(ToolError, match="edited behind the server's back"):
+        byte_compare(root, workers, workspace, "fee_sql")

@@ -1,0 +1,129 @@
+"""Inputs byte_compare generates: mined boundaries, the edge corpus, fresh hidden rows, shrinking, case literals."""
+
+import datetime as dt
+import math
+import textwrap
+from decimal import Decimal
+
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+from pyspark.sql import types as T
+
+from aether_mcp.harness import shrink
+from aether_mcp.harness.case_literals import read_case_rows
+from aether_mcp.harness.edge_inputs import edge_rows, edge_values
+from aether_mcp.harness.hidden_inputs import hidden_rows
+from aether_mcp.harness.mined_values import mine
+from aether_mcp.workspace import UdfArgConfig, UdfConfig, WorkspaceConfig
+
+ORIGINAL = textwrap.dedent(
+    '''
+    """Module docstring that is not a literal worth mining."""
+    import re
+    SENIOR_AGE = 65
+    RATES = {"gold": 0.10, "silver": 0.05}
+    PREFIX = re.compile(r"^mailto:")
+
+    def discount(age, amount, tier):
+        """Docstring."""
+        if age is not None and age >= SENIOR_AGE and len(tier) > 3:
+            return amount * (1 - RATES.get(tier.strip(), 0.0))
+        return amount
+    '''
+)
+
+
+def config(*types: str) -> WorkspaceConfig:
+    args = [UdfArgConfig(name=f"a{i}", type=t) for i, t in enumerate(types)]
+    return WorkspaceConfig(udf=UdfConfig(name="f", function="f", kind="row", return_type="double", args=args, source="j.py", source_line=1, form="@udf"))
+
+
+def test_mining_finds_boundaries_literals_and_their_characters():
+    mined = mine(ORIGINAL)
+    assert 65 in mined.compared_numbers and 3 in mined.compared_numbers
+    assert {0.10, 0.05, 65} <= set(mined.numbers)
+    assert {"gold", "silver", "^mailto:", "mailto:"} <= set(mined.strings)
+    assert "Docstring." not in mined.strings and not any("Module docstring" in s for s in mined.strings)
+    assert set("gold@:") - {"@"} <= set(mined.alphabet)
+
+
+def test_hidden_rows_probe_the_mined_boundaries_and_literal_perturbations():
+    rows = hidden_rows(config("int", "double", "string"), mine(ORIGINAL), 5000, seed=7)
+    ages = {row[0] for row in rows}
+    assert {64, 65, 66} <= ages
+    tiers = {row[2] for row in rows if row[2] is not None}
+    assert "gold" in tiers and "GOLD" in tiers
+    assert any(t.strip() == "gold" and t != "gold" for t in tiers)
+    assert any(t is None for row in rows for t in row)
+    amounts = [row[1] for row in rows if row[1] is not None]
+    assert any(math.isnan(a) for a in amounts) and any(math.copysign(1, a) < 0 and a == 0 for a in amounts)
+
+
+def test_hidden_rows_are_fresh_per_seed_and_reproducible_for_one():
+    cfg, mined = config("int", "string"), mine(ORIGINAL)
+    assert hidden_rows(cfg, mined, 300, seed=1) == hidden_rows(cfg, mined, 300, seed=1)
+    assert hidden_rows(cfg, mined, 300, seed=1) != hidden_rows(cfg, mined, 300, seed=2)
+
+
+@pytest.mark.parametrize(
+    "ddl, value",
+    [
+        ("int", 2**31 - 1),
+        ("tinyint", -128),
+        ("double", -0.0),
+        ("string", "\u3000"),
+        ("string", "e\u0301"),
+        ("date", dt.date(2024, 2, 29)),
+        ("decimal(5,2)", Decimal("999.99")),
+        ("array<string>", []),
+    ],
+)
+def test_edge_corpus_holds_the_classic_edges(ddl, value):
+    from aether_mcp.spark_types import parse_type
+
+    values = edge_values(parse_type(ddl))
+    assert values[0] is None
+    assert any(type(v) is type(value) and repr(v) == repr(value) for v in values)
+
+
+def test_edge_rows_sweep_one_argument_at_a_time_from_a_test_case():
+    rows = edge_rows(config("int", "string"), [[30, "gold"]])
+    assert [None, None] in rows
+    assert [30, "\t"] in rows and [2**31 - 1, "gold"] in rows
+
+
+def test_generated_values_fit_their_types():
+    cfg = config("tinyint", "decimal(6,2)", "float", "array<int>", "timestamp", "binary", "boolean")
+    for row in hidden_rows(cfg, mine(ORIGINAL), 2000, seed=3):
+        byte, dec, flt, arr, ts, raw, flag = row
+        assert byte is None or -128 <= byte <= 127
+        assert dec is None or (abs(dec) < 10**4 and -dec.as_tuple().exponent == 2)
+        assert flt is None or math.isnan(flt) or math.isinf(flt) or float(__import__("numpy").float32(flt)) == flt
+        assert arr is None or all(v is None or -(2**31) <= v < 2**31 for v in arr)
+        assert ts is None or ts.tzinfo is not None
+        assert raw is None or isinstance(raw, bytes)
+        assert flag in (None, True, False)
+
+
+def test_shrinking_proposes_only_simpler_values():
+    for value in [123.456, -7.048378191431723e-08, 65, "  gold\t", Decimal("12.345"), [1, 2, 3], dt.date(2031, 7, 19)]:
+        for simpler in shrink.variants(value):
+            assert shrink.complexity(simpler) < shrink.complexity(value)
+    assert "gold\t" in shrink.variants(" gold\t")
+    assert -0.001 in shrink.variants(-7.048378191431723e-08)
+
+
+def test_case_rows_are_read_as_data_never_run(tmp_path):
+    cases = tmp_path / "cases.py"
+    cases.write_text(
+        'import math\nfrom decimal import Decimal\nCASES = [\n'
+        '  {"args": [1, float("nan"), -0.0, Decimal("1.50"), None], "expected": 1.0},\n'
+        '  {"args": [-2, math.inf, 3.5, Decimal("-0.01"), "x"], "raises": "ValueError"},\n]\n'
+    )
+    rows = read_case_rows(cases)
+    assert rows[0][0] == 1 and math.isnan(rows[0][1]) and math.copysign(1, rows[0][2]) == -1 and rows[0][3] == Decimal("1.50")
+    assert rows[1][1] == math.inf
+    cases.write_text("import os\nCASES = [{'args': [os.getcwd()]}]\n")
+    with pytest.raises(ToolError, match="CASES must be written as literal data"):
+        read_case_rows(cases)
+    assert read_case_rows(tmp_path / "missing.py") == []
