@@ -63,7 +63,8 @@ class SparkConfig(BaseModel):
 
 
 class CompareConfig(BaseModel):
-    floats: Literal["exact"] = "exact"
+    floats: Literal["exact", "ulp"] = "exact"
+    ulp_tolerance: int = Field(0, ge=0, description="floats this many ULPs apart count as equal; a declared deviation")
 
 
 class TestsConfig(BaseModel):

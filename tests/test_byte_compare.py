@@ -218,3 +218,37 @@ def test_refusals(root, workspace, workers, tmp_path):
     (Path(workspace) / "original" / "udf.py").write_text("def shipping_fee(weight, express):\n    return 1.0\n")
     with pytest.raises(ToolError, match="edited behind the server's back"):
         byte_compare(root, workers, workspace, "fee_sql")
+
+
+IDENTITY_TYPES = ["boolean", "tinyint", "smallint", "int", "bigint", "float", "double", "decimal(12,3)", "string", "binary", "date", "timestamp", "array<double>", "array<string>"]
+
+
+def test_every_supported_type_round_trips_through_generation_evaluation_and_comparison(tmp_path, workers):
+    # An identity UDF per type against a pure-SQL passthrough: any difference would be the harness's own.
+    names = {ddl: "same_" + re.sub(r"\W", "_", ddl) for ddl in IDENTITY_TYPES}
+    source = "from pyspark.sql.functions import udf\n" + "".join(
+        f"\n\n@udf({ddl!r})\ndef {name}(x):\n    return x\n" for ddl, name in names.items()
+    )
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "types.py").write_text(source)
+    root = SandboxRoot(tmp_path)
+    for ddl, name in names.items():
+        ws = workspaces.init_workspace(root, "jobs/types.py", name, arg_types={"x": ddl}).workspace
+        files.write_file(root, ws, "candidate/passthrough.py", sql("return cols[0]"))
+        result = byte_compare(root, workers, ws, "passthrough", hidden_rows=300)
+        assert result.equal, (ddl, result.error, result.contract_problems, result.mismatches[:2])
+        assert result.rows_compared > 300
+
+
+def test_the_candidate_worker_is_replaced_after_candidate_code_failed_in_it(tmp_path, workers):
+    saboteur = (
+        "from pyspark.sql import functions as F\n"
+        "F.round = lambda column, scale=0: F.lit(0.0)  # left behind in the worker if it survived\n"
+        "TARGET = 'sql'\n"
+        "raise RuntimeError('half-imported')\n"
+    )
+    good = (EXAMPLES / "loyalty_pricing" / "candidates" / "discount_sql.py").read_text()
+    root, ws = loyalty_workspace(tmp_path, workers, {"saboteur": saboteur, "discount_sql": good})
+    broken = byte_compare(root, workers, ws, "saboteur", hidden_rows=100)
+    assert "half-imported" in broken.error
+    assert byte_compare(root, workers, ws, "discount_sql", hidden_rows=1000).equal

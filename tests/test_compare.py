@@ -49,3 +49,13 @@ def test_ulp_distance_counts_representable_doubles():
     assert ulp_distance(1.0, 1.0000000000000002) == 1
     assert ulp_distance(-0.0, 0.0) == 0
     assert ulp_distance(-5e-324, 5e-324) == 2
+
+
+def test_a_declared_ulp_tolerance_accepts_only_that_many_ulps():
+    import math
+
+    near = math.nextafter(math.nextafter(1.0, 2.0), 2.0)
+    assert difference(1.0, near, ulp_tolerance=2) is None
+    assert "2 ULP apart" in difference(1.0, near, ulp_tolerance=1)
+    assert difference(float("nan"), 1.0, ulp_tolerance=10**6) is not None
+    assert difference(0.0, -0.0, ulp_tolerance=10**6) is not None

@@ -111,7 +111,7 @@ class SparkWorker:
             except BadRows as exc:
                 return {"ok": False, "error_kind": "rows", "message": str(exc)}
             except TargetError as exc:
-                return {"ok": False, "error_kind": "target", "message": str(exc)}
+                return {"ok": False, "error_kind": "target", "message": str(exc), "restart": exc.in_driver}
         return {
             "ok": True,
             "outputs": value_codec.encode(outputs),

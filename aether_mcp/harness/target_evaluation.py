@@ -41,7 +41,15 @@ ARROW_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
 
 class TargetError(Exception):
-    """The target cannot be evaluated at all (import error, bad contract, plan that does not analyse)."""
+    """The target cannot be evaluated at all (import error, bad contract, plan that does not analyse).
+
+    `in_driver`: candidate code failed while running in the worker's own process (a sql
+    candidate's import or build), which may have left state behind there.
+    """
+
+    def __init__(self, message: str, in_driver: bool = False) -> None:
+        super().__init__(message)
+        self.in_driver = in_driver
 
 
 class BadRows(Exception):
@@ -100,7 +108,7 @@ def load_target(workspace: Path, config: WorkspaceConfig, target: str) -> Loaded
         try:
             built = build(*_argument_columns(config))
         except Exception as exc:  # the candidate's own code failed
-            raise TargetError(f"{target}: build(*cols) raised {exc.__class__.__name__}: {_first_line(exc)}") from exc
+            raise TargetError(f"{target}: build(*cols) raised {exc.__class__.__name__}: {_first_line(exc)}", in_driver=True) from exc
         # Columns refer to the arguments by name, so one build serves every frame.
         return LoadedTarget(target, "sql", lambda frame, cols: _apply_build(frame, built, target), digest)
     if not defines_function(source, "evaluate"):
@@ -334,7 +342,7 @@ def _import_candidate(path: Path, name: str) -> ModuleType:
     try:
         return _load_module(path, f"aether_candidate_{name}")
     except Exception as exc:  # the candidate is untrusted code: any failure is its own
-        raise TargetError(f"candidate/{name}.py failed to import: {exc.__class__.__name__}: {exc}") from exc
+        raise TargetError(f"candidate/{name}.py failed to import: {exc.__class__.__name__}: {exc}", in_driver=True) from exc
 
 
 def _is_step(step: Any) -> bool:

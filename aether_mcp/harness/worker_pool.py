@@ -123,7 +123,11 @@ class WorkerPool:
             reason = f"did not finish within {timeout_s:.0f}s" if timed_out else f"lost its Spark worker ({exc})"
             raise EvaluationFailed(kind, f"evaluating {target} {reason}; the worker was stopped and the next call starts a fresh one") from None
         if not reply.get("ok"):
-            raise EvaluationFailed(str(reply.get("error_kind", "internal")), str(reply.get("message")))
+            kind = str(reply.get("error_kind", "internal"))
+            if role == "candidate" and (reply.get("restart") or kind == "internal"):
+                # Candidate code failed inside the worker's own process: it may have left state behind.
+                self.discard(handle)
+            raise EvaluationFailed(kind, str(reply.get("message")))
         return Evaluation(value_codec.decode(reply["outputs"]), str(reply["output_type"]), bool(reply.get("output_nullable", True)))
 
     def discard(self, handle: WorkerHandle) -> None:

@@ -38,7 +38,7 @@ from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace
 Source = Literal["tests", "edge", "hidden"]
 MAX_HIDDEN_ROWS = 200_000
 MISMATCHES_PER_SOURCE = 5
-SHRUNK_PER_CALL = 3
+SHRUNK_PER_CALL = MISMATCHES_PER_SOURCE
 SHRINK_ROUNDS = 6
 SHRINK_VARIANTS_PER_ROUND = 150
 RAISED_SAMPLE = 20
@@ -289,10 +289,12 @@ class _Comparison:
         self.workers = workers
         self.target = target
         self.cancel = cancel
-        self.ulp_tolerance = 0
+        compare = workspace.config.compare
+        self.ulp_tolerance = compare.ulp_tolerance if compare.floats == "ulp" else 0
 
     def policy(self) -> ComparisonPolicy:
-        return ComparisonPolicy(floats=self.workspace.config.compare.floats, ulp_tolerance=self.ulp_tolerance, declared_deviations=[])
+        declared = [f"floats within {self.ulp_tolerance} ULP count as equal (aether.toml [compare])"] if self.ulp_tolerance else []
+        return ComparisonPolicy(floats=self.workspace.config.compare.floats, ulp_tolerance=self.ulp_tolerance, declared_deviations=declared)
 
     def both(self, rows: list[list[Any]]) -> tuple[list[Any], list[Any]]:
         expected = self.workers.evaluate("reference", self.workspace, "original", rows, cancel=self.cancel).outputs
