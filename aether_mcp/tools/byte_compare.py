@@ -192,8 +192,11 @@ def byte_compare(
                     to_shrink.append(len(mismatches) - 1)
         if to_shrink and not contract_problems:  # with the wrong output type every row differs: nothing to shrink
             report(3, 4, f"shrinking {len(to_shrink)} counterexample(s)")
+            shown = {tuple(m.args) for m in mismatches}
             for position, shrunk in zip(to_shrink, comparison.shrink([_original_row(inputs, mismatches[p]) for p in to_shrink])):
-                if shrunk is not None:
+                # Two rows may shrink to one counterexample: then the second keeps its own row.
+                if shrunk is not None and tuple(repr(v) for v in shrunk.row) not in shown:
+                    shown.add(tuple(repr(v) for v in shrunk.row))
                     original_args = mismatches[position].args
                     mismatches[position] = _mismatch("hidden", shrunk.row, shrunk.expected, shrunk.actual, shrunk.difference)
                     mismatches[position].shrunk_from = original_args
