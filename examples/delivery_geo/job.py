@@ -28,11 +28,10 @@ def _haversine(lat1, lon1, lat2, lon2):
 
     Returns None when a coordinate is missing, not finite or out of range
     (|lat| > 90, |lon| > 180): upstream GPS fixes are sometimes garbage, and
-    math.sin(inf) would raise instead of giving a distance.
+    math.sin(inf) would raise instead of giving a distance.  Spark hands a
+    pandas UDF missing doubles as NaN, so the finiteness check covers them.
     """
     for lat, lon in ((lat1, lon1), (lat2, lon2)):
-        if lat is None or lon is None:
-            return None
         if not (math.isfinite(lat) and math.isfinite(lon)):
             return None
         if abs(lat) > 90.0 or abs(lon) > 180.0:
