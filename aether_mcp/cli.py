@@ -112,32 +112,41 @@ async def _demo_loop(root: Path) -> int:
         if run["failed"] or run["errors"]:
             raise DemoFailed("the bundled cases do not pass on the original UDF")
 
+        coverage = await call("coverage_report", workspace=ws)
+        mutation = await call("mutation_score", workspace=ws)
+        say(
+            f"4. coverage_report -> {coverage['line_percent']:.0f}% of lines, {coverage['branch_percent']:.0f}% of branches; "
+            f"mutation_score -> {mutation['killed']} of {mutation['total']} mutants killed ({mutation['score']:.2f})"
+        )
+        frozen = await call("freeze_tests", workspace=ws)
+        say(f"5. freeze_tests    -> {frozen['cases']} cases frozen: candidates are judged against exactly these")
+
         snap = await call("snapshot", workspace=ws, label="tests pin the original")
-        say(f"4. snapshot        -> snapshot {snap['snapshot_id']} ({len(snap['files'])} files)")
+        say(f"6. snapshot        -> snapshot {snap['snapshot_id']} ({len(snap['files'])} files)")
 
         naive = (root / job / "candidates" / "naive_sql.py").read_text(encoding="utf-8")
         await call("write_file", workspace=ws, path="candidate/naive.py", content=naive)
         run = await call("run_tests", workspace=ws, target="candidate:naive")
         failing = [_assertion(t["message"]) for t in run["tests"] if t["outcome"] in ("failed", "error")]
-        say(f"5. run_tests       -> candidate:naive (a plausible one-line rewrite): {_counts(run)}")
+        say(f"7. run_tests       -> candidate:naive (a plausible one-line rewrite): {_counts(run)}")
         for message in failing[:3]:
             say(f"     caught: {message[:160]}")
 
         reverted = await call("revert", workspace=ws, snapshot_id=snap["snapshot_id"])
-        say(f"6. revert          -> back to snapshot {reverted['reverted_to']} (removed {', '.join(reverted['deleted'])}; kept as snapshot {reverted['backup_snapshot_id']})")
+        say(f"8. revert          -> back to snapshot {reverted['reverted_to']} (removed {', '.join(reverted['deleted'])}; kept as snapshot {reverted['backup_snapshot_id']})")
 
         good = (root / job / "candidates" / "discount_sql.py").read_text(encoding="utf-8")
         await call("write_file", workspace=ws, path="candidate/discount_sql.py", content=good)
         run = await call("run_tests", workspace=ws, target="candidate:discount_sql")
-        say(f"7. run_tests       -> candidate:discount_sql (careful rewrite): {_counts(run)}")
+        say(f"9. run_tests       -> candidate:discount_sql (careful rewrite): {_counts(run)}")
 
         proof = await call("byte_compare", workspace=ws, candidate="discount_sql")
         sources = ", ".join(f"{s['rows']} {s['source']}" for s in proof["sources"])
-        say(f"8. byte_compare    -> discount_sql: equal={proof['equal']} on {proof['rows_compared']} rows ({sources}) in {proof['duration_s']:.1f}s")
+        say(f"10. byte_compare   -> discount_sql: equal={proof['equal']} on {proof['rows_compared']} rows ({sources}) in {proof['duration_s']:.1f}s")
         await call("write_file", workspace=ws, path="candidate/naive.py", content=naive)
         caught = await call("byte_compare", workspace=ws, candidate="naive")
         hidden = next(s for s in caught["sources"] if s["source"] == "hidden")
-        say(f"9. byte_compare    -> naive: equal={caught['equal']}, {hidden['mismatched']} of {hidden['rows']} hidden rows differ, e.g.")
+        say(f"11. byte_compare   -> naive: equal={caught['equal']}, {hidden['mismatched']} of {hidden['rows']} hidden rows differ, e.g.")
         for mismatch in [m for m in caught["mismatches"] if m["source"] == "hidden"][:2]:
             say(f"     ({', '.join(mismatch['args'])}): expected {mismatch['expected']}, got {mismatch['actual']} [{mismatch['kind']}]")
         ok = not (run["failed"] or run["errors"]) and bool(failing) and proof["equal"] and not caught["equal"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from functools import partial
-from typing import Annotated, AsyncIterator, Callable, TypeVar
+from typing import Annotated, Any, AsyncIterator, Callable, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -21,7 +21,7 @@ from pydantic import Field
 from aether_mcp import __version__
 from aether_mcp.harness.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.tools import byte_compare, files, snapshots, test_runs, workspaces
+from aether_mcp.tools import byte_compare, case_recording, files, freezing, snapshots, spec_strength, test_audit, test_runs, workspaces
 
 INSTRUCTIONS = """\
 aether-mcp converts one PySpark Python UDF at a time into a faster equivalent and proves the two
@@ -155,6 +155,26 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         return files.write_file(sandbox, workspace, path, content)
 
     @server.tool(
+        name="record_cases",
+        title="Record the original's real outputs as behaviour cases",
+        annotations=_annotations(read_only=False),
+        description=(
+            "Constraints: `inputs` is a list of 1..1000 argument rows in UDF order, JSON values converted by the "
+            "declared argument types (floats may be \"NaN\", \"Infinity\", \"-Infinity\", \"-0.0\"; decimals numbers "
+            "or strings; dates \"YYYY-MM-DD\"; timestamps ISO 8601; binary {\"hex\": \"..\"}); refused while the tests "
+            "are frozen. Runs the original on the rows through Spark (reference worker) and appends them to "
+            "tests/cases.py with the original's output as `expected`, or the exception it raised as `raises`; rows "
+            "already there are skipped. `why` (optional) is stored with each case."
+        ),
+    )
+    def record_cases(
+        workspace: WorkspaceArg,
+        inputs: Annotated[list[Any], Field(description="argument rows, e.g. [[65, 100.0, \"gold\"], [null, \"NaN\", \" gold\"]]")],
+        why: Annotated[str | None, Field(description="what these rows pin, one line")] = None,
+    ) -> case_recording.RecordCasesResult:
+        return case_recording.record_cases(sandbox, pool, workspace, inputs, why)
+
+    @server.tool(
         name="run_tests",
         title="Run the workspace's tests against a target through Spark",
         annotations=_annotations(read_only=False, idempotent=True),
@@ -174,6 +194,111 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         timeout_s: Annotated[int | None, Field(description="hard limit for the whole run, 1..3600 s")] = None,
     ) -> test_runs.RunTestsResult:
         return await _in_thread(ctx, partial(test_runs.run_tests, sandbox, pool, workspace, target, timeout_s=timeout_s))
+
+    @server.tool(
+        name="coverage_report",
+        title="Line and branch coverage of the original under the cases",
+        annotations=_annotations(read_only=False, idempotent=True),
+        description=(
+            "Constraints: needs cases in tests/cases.py and Java 17+. Measures line and branch coverage of "
+            "original/udf.py (the UDF and its helpers) with coverage.py while the original runs on every case, its "
+            "arguments exactly as Spark delivers them. Returns line_percent, branch_percent, each uncovered line or "
+            "branch (line, source, missed destination) and the gate (default: every line and branch covered or "
+            "justified). Next: suggest_inputs, record_cases, or justify."
+        ),
+    )
+    def coverage_report(workspace: WorkspaceArg) -> spec_strength.CoverageReport:
+        return spec_strength.coverage_report(sandbox, pool, workspace)
+
+    @server.tool(
+        name="mutation_score",
+        title="How many plausible bugs the cases catch",
+        annotations=_annotations(read_only=False, idempotent=True),
+        description=(
+            "Constraints: needs cases in tests/cases.py and Java 17+. Generates mutants of original/udf.py "
+            "(comparison operators and boundaries, arithmetic, constants +/-1 and 0, negated conditions, and/or, "
+            "return None, removed if bodies, changed string literals) and runs every case against each as plain "
+            "Python on the arguments as Spark delivers them: a mutant is killed when an output differs from the "
+            "original's. Returns total, killed, score and the survivors, each with a unified diff, its line and "
+            "whether generated inputs could tell it apart at all (likely_equivalent). Gate: score >= 0.8 or every "
+            "survivor justified."
+        ),
+    )
+    def mutation_score(workspace: WorkspaceArg) -> spec_strength.MutationScore:
+        return spec_strength.mutation_score(sandbox, pool, workspace)
+
+    @server.tool(
+        name="suggest_inputs",
+        title="Input rows that close coverage and mutation gaps",
+        annotations=_annotations(read_only=False, idempotent=False),
+        description=(
+            "Constraints: needs cases in tests/cases.py and Java 17+ (runs coverage_report and mutation_score when "
+            "their results are stale). Returns argument rows in record_cases form, each with what it targets: an "
+            "uncovered line or branch, a surviving mutant it kills, a mined boundary (65 gives 64, 65, 66), a string "
+            "literal with perturbations, an argument set to null. Pass the ones you want to record_cases."
+        ),
+    )
+    def suggest_inputs(workspace: WorkspaceArg) -> spec_strength.SuggestInputsResult:
+        return spec_strength.suggest_inputs(sandbox, pool, workspace)
+
+    @server.tool(
+        name="audit_tests",
+        title="Review the tests for patterns that pin nothing",
+        annotations=_annotations(read_only=False, idempotent=True),
+        description=(
+            "Static review of tests/test_*.py (never run in the server) and tests/cases.py: tests without "
+            "assertions, only weak assertions (non-null, row counts, types), skip/xfail, try/except that swallows "
+            "failures, float tolerances wider than the exact policy, tests that never call udf_under_test, "
+            "duplicated cases. Dynamic: runs the suite against canaries (null and fixed values for every row) and "
+            "flags tests that still pass. Returns findings with file, line, test, why it matters and the fix."
+        ),
+    )
+    def audit_tests(workspace: WorkspaceArg) -> test_audit.AuditTestsResult:
+        return test_audit.audit_tests(sandbox, pool, workspace)
+
+    @server.tool(
+        name="justify",
+        title="Record why an uncovered branch or surviving mutant is acceptable",
+        annotations=_annotations(read_only=False, idempotent=True),
+        description=(
+            "Constraints: `item` is an open item of the latest coverage_report or mutation_score: 'line:N', "
+            "'branch:A->B' (B may be 'exit') or 'mutant:<id>'; `reason` at least 15 characters (unreachable because, "
+            "equivalent because). The reason counts toward the gates and is shown by workspace_status and the report."
+        ),
+    )
+    def justify(
+        workspace: WorkspaceArg,
+        item: Annotated[str, Field(description="line:N, branch:A->B or mutant:<id>")],
+        reason: Annotated[str, Field(description="why it is acceptable")],
+    ) -> spec_strength.JustifyResult:
+        return spec_strength.justify(sandbox, workspace, item, reason)
+
+    @server.tool(
+        name="freeze_tests",
+        title="Freeze the tests once the phase-1 gates hold",
+        annotations=_annotations(read_only=False),
+        description=(
+            "Constraints: refused until tests pass on the original, the coverage gate and the mutation gate hold on "
+            "the current files. Records the hashes of every file under tests/ and the number of cases; from then on "
+            "run_tests on candidates and byte_compare refuse while the tests differ, and record_cases is refused, "
+            "until unfreeze_tests(workspace, reason), which is logged."
+        ),
+    )
+    def freeze_tests(workspace: WorkspaceArg) -> freezing.FreezeResult:
+        return freezing.freeze_tests(sandbox, workspace)
+
+    @server.tool(
+        name="unfreeze_tests",
+        title="Unfreeze the tests, with a logged reason",
+        annotations=_annotations(read_only=False),
+        description=(
+            "Constraints: the tests must be frozen; `reason` at least 15 characters. Lifts the freeze and logs the "
+            "reason with the files changed since the freeze; the log is shown by workspace_status and the report, so "
+            "weakening tests to make a candidate pass is never silent."
+        ),
+    )
+    def unfreeze_tests(workspace: WorkspaceArg, reason: Annotated[str, Field(description="why the frozen tests must change")]) -> freezing.UnfreezeResult:
+        return freezing.unfreeze_tests(sandbox, workspace, reason)
 
     @server.tool(
         name="byte_compare",

@@ -69,6 +69,8 @@ class CompareConfig(BaseModel):
 
 class TestsConfig(BaseModel):
     timeout_s: int = 300
+    branch_coverage_gate: float = Field(1.0, ge=0.0, le=1.0, description="share of lines and branches covered or justified")
+    mutation_score_gate: float = Field(0.8, ge=0.0, le=1.0, description="share of mutants killed (or every survivor justified)")
 
 
 class WorkspaceConfig(BaseModel):
@@ -193,7 +195,7 @@ class Workspace:
             copy.parent.mkdir(parents=True, exist_ok=True)
             copy.write_bytes(data)
         body = json.dumps({"files": hashes}, sort_keys=True)
-        manifest = {"files": hashes, "signature": _sign(body)}
+        manifest = {"files": hashes, "signature": sign(body)}
         (self.state_dir / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
     def integrity(self) -> Integrity:
@@ -204,7 +206,7 @@ class Workspace:
             signature = manifest["signature"]
         except (OSError, ValueError, KeyError, TypeError):
             return Integrity(False, manifest_problem=f"the protected-file manifest {STATE_DIR}/{MANIFEST} is missing or unreadable")
-        if not hmac.compare_digest(_sign(json.dumps({"files": recorded}, sort_keys=True)), str(signature)):
+        if not hmac.compare_digest(sign(json.dumps({"files": recorded}, sort_keys=True)), str(signature)):
             return Integrity(False, manifest_problem=f"the protected-file manifest {STATE_DIR}/{MANIFEST} was rewritten outside the server")
         current = self.protected_files()
         result = Integrity(True)
@@ -277,5 +279,6 @@ def _signing_key() -> bytes:
     return path.read_bytes()
 
 
-def _sign(body: str) -> str:
+def sign(body: str) -> str:
+    """HMAC of `body` under the key kept outside every workspace."""
     return hmac.new(_signing_key(), body.encode(), hashlib.sha256).hexdigest()

@@ -17,7 +17,15 @@ TOOL_ORDER = [
     "list_files",
     "read_file",
     "write_file",
+    "record_cases",
     "run_tests",
+    "coverage_report",
+    "mutation_score",
+    "suggest_inputs",
+    "audit_tests",
+    "justify",
+    "freeze_tests",
+    "unfreeze_tests",
     "byte_compare",
     "snapshot",
     "list_snapshots",
@@ -134,6 +142,14 @@ async def test_every_tool_but_status_refuses_a_tampered_workspace(client):
         "read_file": {"path": "tests/cases.py"},
         "write_file": {"path": "tests/cases.py", "content": "CASES = []\n"},
         "run_tests": {"target": "original"},
+        "record_cases": {"inputs": [[1.0, True]]},
+        "coverage_report": {},
+        "mutation_score": {},
+        "suggest_inputs": {},
+        "audit_tests": {},
+        "justify": {"item": "line:1", "reason": "unreachable in every job run"},
+        "freeze_tests": {},
+        "unfreeze_tests": {"reason": "changing the tests on purpose"},
         "byte_compare": {"candidate": "fee"},
         "snapshot": {"label": "x"},
         "list_snapshots": {},
@@ -209,3 +225,30 @@ async def test_byte_compare_proves_equality_through_the_protocol(client):
     assert {g["name"]: g["status"] for g in status["gates"]}["candidate_equal"] == "pending"
     text = await refused(client, "byte_compare", workspace=ws, candidate="fee", hidden_rows=10**7)
     assert "hidden_rows must be between 0 and 200000" in text
+
+
+@pytest.mark.slow
+async def test_phase_one_tools_through_the_protocol(client):
+    ws = await new_workspace(client)
+    recorded = await ok(client, "record_cases", workspace=ws, inputs=[[3.0, True], ["NaN", False]], why="heavy and unknown")
+    assert [c["expected"] for c in recorded["recorded"]] == ["12.98", "nan"] and recorded["cases_total"] == 7
+    assert "input 0, argument 'express' (boolean)" in await refused(client, "record_cases", workspace=ws, inputs=[[1.0, "yes"]])
+    coverage = await ok(client, "coverage_report", workspace=ws)
+    assert coverage["branch_percent"] == 100.0 and coverage["gate"]["status"] == "pass"
+    mutation = await ok(client, "mutation_score", workspace=ws)
+    assert mutation["total"] > 10 and 0 < mutation["score"] <= 1
+    suggestions = await ok(client, "suggest_inputs", workspace=ws)
+    assert suggestions["suggestions"] and all(s["targets"] for s in suggestions["suggestions"])
+    audit = await ok(client, "audit_tests", workspace=ws)
+    assert audit["clean"] is True and audit["tests_reviewed"] == 1
+    assert "is not an uncovered line or branch or a surviving mutant" in await refused(client, "justify", workspace=ws, item="line:1", reason="unreachable in every job run")
+    for survivor in mutation["survivors"]:
+        await ok(client, "justify", workspace=ws, item=f"mutant:{survivor['mutant_id']}", reason="equivalent for every input Spark can deliver")
+    assert "tests_pass_on_original" in await refused(client, "freeze_tests", workspace=ws)
+    await ok(client, "run_tests", workspace=ws, target="original")
+    frozen = await ok(client, "freeze_tests", workspace=ws)
+    assert frozen["cases"] == 7
+    assert "already frozen" in await refused(client, "freeze_tests", workspace=ws)
+    unfrozen = await ok(client, "unfreeze_tests", workspace=ws, reason="adding cases for a new tier")
+    assert unfrozen["changed_since_freeze"] == []
+    assert "not frozen" in await refused(client, "unfreeze_tests", workspace=ws, reason="adding cases for a new tier")

@@ -74,6 +74,9 @@ def test_status_reports_files_cases_and_pending_gates(workspace, root):
         "protected_files_intact": "pass",
         "tests_written": "pass",
         "tests_pass_on_original": "pending",
+        "branch_coverage": "pending",
+        "mutation_score": "pending",
+        "tests_frozen": "pending",
         "candidate_equal": "pending",
     }
     assert {f.path for f in status.files if f.protected} == {"aether.toml", "original/udf.py"}

@@ -27,6 +27,7 @@ CHUNK_ROWS = 500
 WHITESPACE = [" ", "\t", "\n", "\u00a0", "\u3000", "\u2003", "\x1c", "\r", "\u200b"]
 COMBINING = ["\u0301", "\u0308", "\u0327"]
 SCRIPTS = "abcXYZ019_-.@+:/ \u00e9\u00df\u0130\u0131\u03a3\u03c3\u0416\u0661\u0662\u4e2d\uff21\U0001f642"
+WORDS = ["a", "ann", "x1", "Bob", "test", "0", "1.5", "été"]
 CASE_CHANGES: list[Callable[[str], str]] = [str.upper, str.lower, str.title, str.swapcase, str.capitalize]
 
 
@@ -52,6 +53,25 @@ def hidden_rows(config: WorkspaceConfig, mined: MinedValues, count: int, seed: i
         chunk += 1
     rng.shuffle(rows)
     return rows
+
+
+def literal_compositions(mined: MinedValues, limit: int = 1500) -> list[str]:
+    """Every `literal + word + separator + literal` (and shorter forms) from the mined literals, in order.
+
+    Deterministic and exhaustive over small sets, so a structure like "mailto:" + "ann" + "@" +
+    "gmail.com" is always among them.
+    """
+    literals = sorted({s for s in mined.strings if s and len(s) <= 40})[:12]
+    separators = [ch for ch in mined.alphabet if not ch.isalnum() and not ch.isspace()][:6] + [""]
+    found: dict[str, None] = {}
+    for first in [""] + literals:
+        for word in WORDS[:3]:
+            for separator in separators:
+                for last in literals + [""]:
+                    found[first + word + separator + last] = None
+                    if len(found) >= limit:
+                        return list(found)
+    return list(found)
 
 
 class _ValueSource:
@@ -172,11 +192,14 @@ class _ValueSource:
         literals = [s for s in self.mined.strings if s]
         if mined and literals:
             roll = rng.random()
-            if roll < 0.55:
+            if roll < 0.45:
                 return self._perturbed(rng.choice(literals))
             if roll < 0.8:
-                separator = rng.choice(["", "", "@", ".", " ", "+", "-", "_"])
-                return separator.join(rng.choice(literals) for _ in range(rng.randint(2, 3)))
+                # Literals composed with short words and the separators the literals use, so that
+                # e.g. "mailto:" + "ann" + "@" + "gmail.com" comes up, not only the pieces alone.
+                separators = [ch for ch in self.mined.alphabet if not ch.isalnum()] + ["", " "]
+                pieces = [rng.choice(literals) if rng.random() < 0.6 else rng.choice(WORDS) for _ in range(rng.randint(2, 4))]
+                return "".join(piece + rng.choice(separators) for piece in pieces[:-1]) + pieces[-1]
             alphabet = self.mined.alphabet or SCRIPTS
             length = rng.choice(self.mined.lengths or [0, 1, 5]) + rng.choice([-1, 0, 0, 1])
             return "".join(rng.choice(alphabet) for _ in range(max(0, length)))

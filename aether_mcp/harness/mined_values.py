@@ -29,7 +29,7 @@ class MinedValues:
 def mine(source: str) -> MinedValues:
     """The constants and literals of a module, docstrings excluded, in first-seen order."""
     tree = ast.parse(source)
-    docstrings = _docstring_nodes(tree)
+    docstrings = docstring_constants(tree)
     numbers: dict[float | int, None] = {}
     compared: dict[float | int, None] = {}
     strings: dict[str, None] = {}
@@ -92,7 +92,8 @@ def _numeric_module_constants(tree: ast.Module) -> dict[str, float | int]:
     return constants
 
 
-def _docstring_nodes(tree: ast.Module) -> set[int]:
+def docstring_constants(tree: ast.Module) -> set[int]:
+    """ids of the Constant nodes that are docstrings (of the module, functions and classes)."""
     found: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:

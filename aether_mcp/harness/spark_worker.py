@@ -58,31 +58,22 @@ class SparkWorker:
             return {"ok": True, "pid": os.getpid(), "role": self.role, "spark_ready": self.spark_ready.is_set() and self.spark is not None}
         if op == "evaluate":
             return self.evaluate(message)
+        if op == "capture" and self.role == "reference":
+            return self.capture(message)
         return {"ok": False, "error_kind": "refused", "message": f"unknown request {op!r}"}
 
     def evaluate(self, message: dict[str, Any]) -> dict[str, Any]:
         from aether_mcp.harness.target_evaluation import DEFAULT_MAX_ISOLATED, BadRows, Shape, TargetError, evaluate_rows, load_target
-        from aether_mcp.path_guard import SandboxRoot
-        from aether_mcp.workspace import Workspace
 
         target = str(message.get("target", ""))
         if self.role == "reference" and target != "original":
             return {"ok": False, "error_kind": "refused", "message": "the reference worker evaluates only the original UDF"}
         if self.role == "candidate" and not target.startswith("candidate:"):
             return {"ok": False, "error_kind": "refused", "message": "the candidate worker evaluates only candidate:<name> targets"}
-        try:
-            path = Path(str(message["workspace"]))
-            workspace = Workspace(SandboxRoot(path), path)
-            rows = value_codec.decode(message.get("rows", []))
-        except Exception as exc:
-            return {"ok": False, "error_kind": "refused", "message": f"bad request: {exc}"}
-        if not isinstance(rows, list):
-            return {"ok": False, "error_kind": "rows", "message": "rows must be a list of argument rows"}
-        if self.role == "reference" and not workspace.integrity().intact:
-            return {"ok": False, "error_kind": "refused", "message": f"workspace protected files changed: {workspace.integrity().describe()}"}
-        self.spark_ready.wait()
-        if self.spark is None:
-            return {"ok": False, "error_kind": "spark", "message": self.spark_error or "Spark is not available"}
+        prepared = self._prepare(message)
+        if isinstance(prepared, dict):
+            return prepared
+        workspace, rows = prepared
         with self.session_lock:
             try:
                 loaded = self._loaded(workspace, target, load_target)
@@ -119,6 +110,43 @@ class SparkWorker:
             "output_nullable": nullable,
             "evaluated": len(missing),
         }
+
+    def capture(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The original's arguments as Spark delivers them, for plain-Python coverage and mutation runs."""
+        from aether_mcp.harness.target_evaluation import BadRows, capture_inputs
+
+        prepared = self._prepare(message)
+        if isinstance(prepared, dict):
+            return prepared
+        workspace, rows = prepared
+        with self.session_lock:
+            try:
+                captured = capture_inputs(self.spark, workspace.config, rows)
+            except BadRows as exc:
+                return {"ok": False, "error_kind": "rows", "message": str(exc)}
+            except Exception as exc:  # Spark could not deliver these rows to a Python UDF at all
+                return {"ok": False, "error_kind": "target", "message": f"{exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
+        return {"ok": True, "captured": captured}
+
+    def _prepare(self, message: dict[str, Any]):
+        """(workspace, rows) of a request once Spark is ready, or the error reply to send instead."""
+        from aether_mcp.path_guard import SandboxRoot
+        from aether_mcp.workspace import Workspace
+
+        try:
+            path = Path(str(message["workspace"]))
+            workspace = Workspace(SandboxRoot(path), path)
+            rows = value_codec.decode(message.get("rows", []))
+        except Exception as exc:
+            return {"ok": False, "error_kind": "refused", "message": f"bad request: {exc}"}
+        if not isinstance(rows, list):
+            return {"ok": False, "error_kind": "rows", "message": "rows must be a list of argument rows"}
+        if self.role == "reference" and not workspace.integrity().intact:
+            return {"ok": False, "error_kind": "refused", "message": f"workspace protected files changed: {workspace.integrity().describe()}"}
+        self.spark_ready.wait()
+        if self.spark is None:
+            return {"ok": False, "error_kind": "spark", "message": self.spark_error or "Spark is not available"}
+        return workspace, rows
 
     def _loaded(self, workspace, target: str, load_target):
         """A target prepared once per content: the original, or a candidate file as it is now."""

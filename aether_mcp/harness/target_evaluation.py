@@ -29,7 +29,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
 from aether_mcp.candidates import BadCandidate, declared_target, defines_function
-from aether_mcp.harness import arrow_batches
+from aether_mcp.harness import arrow_batches, input_capture
 from aether_mcp.harness.arrow_batches import ERROR, OUTPUT, ROW_ID
 from aether_mcp.harness.value_codec import Raised
 from aether_mcp.spark_types import parse_type
@@ -142,6 +142,26 @@ def evaluate_rows(
     run = _Evaluation(spark, config, loaded, schema, prepared, shape or Shape(), max_isolated)
     run.evaluate_all()
     return run.outputs, output_type, nullable
+
+
+def capture_inputs(spark: SparkSession, config: WorkspaceConfig, rows: list[list[Any]]) -> list[Any]:
+    """The original's arguments for each row exactly as Spark delivers them (encoded, in row order).
+
+    Same UDF kind and transport as the original, so the values are the ones it receives.
+    """
+    schema = argument_schema(config)
+    coerce = _RowCoercer(schema)
+    prepared = [coerce(index, row) for index, row in enumerate(rows)]
+    if config.udf.kind == "pandas":
+        capture = F.pandas_udf(_series_function(input_capture.capture_series), T.StringType())
+    else:
+        capture = F.udf(input_capture.capture_row, T.StringType(), useArrow=config.udf.use_arrow)
+    frame = _arrow_frame(spark, schema, prepared) or spark.createDataFrame(prepared, schema, verifySchema=False)
+    collected = frame.select(ROW_ID, capture(*_argument_columns(config)).alias(OUTPUT)).collect()
+    captured: list[Any] = [None] * len(prepared)
+    for row in collected:
+        captured[row[ROW_ID]] = row[OUTPUT]
+    return captured
 
 
 def argument_schema(config: WorkspaceConfig) -> T.StructType:

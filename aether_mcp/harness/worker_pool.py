@@ -130,6 +130,19 @@ class WorkerPool:
             raise EvaluationFailed(kind, str(reply.get("message")))
         return Evaluation(value_codec.decode(reply["outputs"]), str(reply["output_type"]), bool(reply.get("output_nullable", True)))
 
+    def capture(self, workspace: Workspace, rows: list, *, timeout_s: float = 600.0) -> list:
+        """The original's arguments for `rows` as Spark delivers them (decoded)."""
+        handle = self.get("reference", workspace.config.spark)
+        message = {"op": "capture", "workspace": str(workspace.path), "rows": value_codec.encode(rows)}
+        try:
+            reply = request(handle.socket_path, message, timeout_s=timeout_s)
+        except WorkerUnavailable as exc:
+            self.discard(handle)
+            raise EvaluationFailed("internal", f"capturing the inputs lost the reference worker ({exc}); the next call starts a fresh one") from None
+        if not reply.get("ok"):
+            raise EvaluationFailed(str(reply.get("error_kind", "internal")), str(reply.get("message")))
+        return [value_codec.loads(item) for item in reply["captured"]]
+
     def discard(self, handle: WorkerHandle) -> None:
         """Stop a worker that may be stuck (after a timeout); the next `get` starts a fresh one."""
         with self._lock:

@@ -32,6 +32,7 @@ from aether_mcp.harness.value_codec import Raised
 from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.test_freeze import require_frozen_tests_intact
 from aether_mcp.spark_types import parse_type, unsupported_part
 from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace
 
@@ -130,6 +131,7 @@ def byte_compare(
     started = time.monotonic()
     opened = Workspace.open_intact(root, workspace)
     target = check_target(opened, candidate if candidate.startswith("candidate:") else f"candidate:{candidate}")
+    require_frozen_tests_intact(opened, "byte_compare")
     if not 0 <= hidden_rows <= MAX_HIDDEN_ROWS:
         raise ToolError(f"hidden_rows must be between 0 and {MAX_HIDDEN_ROWS} (got {hidden_rows}).")
     _check_types(opened)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from aether_mcp.harness import subprocess_runner
 from aether_mcp.candidates import check_target
+from aether_mcp.test_freeze import require_frozen_tests_intact
 from aether_mcp.harness.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools.workspaces import latest_runs_path, tests_digest
@@ -73,14 +74,31 @@ def run_tests(
 ) -> RunTestsResult:
     opened = Workspace.open_intact(root, workspace)
     target = check_target(opened, target)
+    if target != "original":
+        require_frozen_tests_intact(opened, "run_tests")
     if timeout_s is not None and not (1 <= timeout_s <= MAX_TIMEOUT_S):
         raise ToolError(f"timeout_s must be between 1 and {MAX_TIMEOUT_S} seconds (got {timeout_s}).")
+    digest = tests_digest(opened)
+    result = run_suite(opened, target, workers, timeout_s=timeout_s, cancel=cancel, progress=progress)
+    with opened.lock():
+        _record_latest(opened, result, digest)
+    return result
+
+
+def run_suite(
+    opened: Workspace,
+    target: str,
+    workers: WorkerPool,
+    timeout_s: int | None = None,
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
+) -> RunTestsResult:
+    """The workspace's pytest suite against `target` ('original', 'candidate:<name>' or a 'canary:<value>')."""
     test_files = sorted((opened.path / TESTS_DIR).glob("test_*.py")) if (opened.path / TESTS_DIR).is_dir() else []
     if not test_files:
         raise ToolError("the workspace has no tests: write tests/test_*.py files (tests/test_behaviour.py runs every case in tests/cases.py).")
-    digest = tests_digest(opened)
-    role = "reference" if target == "original" else "candidate"
-    worker = workers.get(role, opened.config.spark)
+    # A canary target needs no Spark: the harness plugin answers it itself.
+    worker = None if target.startswith("canary:") else workers.get("reference" if target == "original" else "candidate", opened.config.spark)
 
     run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     run_dir = opened.state_dir / "runs" / run_id
@@ -110,7 +128,7 @@ def run_tests(
     ]
     env = {
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        "AETHER_WORKER_SOCKET": worker.socket_path,
+        "AETHER_WORKER_SOCKET": worker.socket_path if worker else "",
         "AETHER_WORKSPACE": str(opened.path),
         "AETHER_TARGET": target,
         "AETHER_REPORT_PATH": str(report_path),
@@ -120,7 +138,7 @@ def run_tests(
     watcher = _ProgressWatcher(progress_path, progress)
     outcome = subprocess_runner.run(argv, cwd=opened.path, log_path=log_path, timeout_s=limit, env_extra=env, cancel=cancel, on_poll=watcher.poll)
     watcher.poll()  # the last tests often finish between two polls
-    if outcome.timed_out or outcome.cancelled:
+    if (outcome.timed_out or outcome.cancelled) and worker is not None:
         # The worker may be stuck inside the hung evaluation; the next run gets a fresh one.
         workers.discard(worker)
     if outcome.cancelled:
@@ -132,7 +150,7 @@ def run_tests(
             f"no tests were collected from {TESTS_DIR}/ (pytest exit code {outcome.returncode}; log: {log_path}). "
             "Test files must be named test_*.py and hold functions named test_*."
         )
-    result = RunTestsResult(
+    return RunTestsResult(
         workspace=str(opened.path),
         target=target,
         run_id=run_id,
@@ -150,9 +168,6 @@ def run_tests(
         report_path=str(report_path),
         output_truncated=outcome.log_truncated,
     )
-    with opened.lock():
-        _record_latest(opened, result, digest)
-    return result
 
 
 class _ProgressWatcher:

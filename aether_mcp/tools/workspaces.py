@@ -14,9 +14,10 @@ import tomli_w
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import snapshot_store, udf_extraction
+from aether_mcp import snapshot_store, test_freeze, udf_extraction
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import UnknownSparkType, parse_type, type_name
+from aether_mcp.tools import spec_strength
 from aether_mcp.workspace import (
     CANDIDATE_DIR,
     CONFIG_FILE,
@@ -178,6 +179,15 @@ class CompareSummary(BaseModel):
     result_path: str
 
 
+class FreezeStatus(BaseModel):
+    frozen: bool
+    since: str | None = None
+    cases: int | None = None
+    changed_since_freeze: list[str] = Field(default_factory=list)
+    problem: str | None = None
+    log: list[dict] = Field(default_factory=list, description="every freeze and unfreeze, with unfreeze reasons")
+
+
 class WorkspaceStatusResult(BaseModel):
     workspace: str
     udf: UdfInfo
@@ -189,6 +199,8 @@ class WorkspaceStatusResult(BaseModel):
     snapshots: int
     last_runs: dict[str, RunSummary]
     last_compares: dict[str, CompareSummary] = Field(description="the latest byte_compare per candidate")
+    justifications: dict[str, str] = Field(description="why uncovered lines or branches and surviving mutants are acceptable")
+    freeze: FreezeStatus
     gates: list[Gate]
 
 
@@ -215,7 +227,15 @@ def workspace_status(root: SandboxRoot, workspace: str) -> WorkspaceStatusResult
             "delete added files under original/, or create a fresh workspace with init_workspace"
         )
     last_compares = _latest_compares(opened, editable)
+    freeze = _freeze_status(opened)
     gates = _gates(integrity.intact, test_files, cases, last_runs.get("original"))
+    for name, key, call in (("branch_coverage", "coverage", "coverage_report"), ("mutation_score", "mutation", "mutation_score")):
+        measured = spec_strength.spec_gates(opened)[key]
+        if measured is None:
+            gates.append(Gate(name=name, status="pending", detail=f"call {call}(workspace) on the current original and cases"))
+        else:
+            gates.append(Gate(name=name, status=measured.status, detail=measured.detail))
+    gates.append(Gate(name="tests_frozen", status="pass" if freeze.frozen and not freeze.changed_since_freeze else ("fail" if freeze.frozen or freeze.problem else "pending"), detail=_freeze_detail(freeze)))
     gates.append(_compare_gate(last_compares))
     return WorkspaceStatusResult(
         workspace=str(opened.path),
@@ -235,6 +255,8 @@ def workspace_status(root: SandboxRoot, workspace: str) -> WorkspaceStatusResult
         snapshots=len(snapshot_store.all_snapshots(opened)),
         last_runs=last_runs,
         last_compares=last_compares,
+        justifications=spec_strength.justifications(opened),
+        freeze=freeze,
         gates=gates,
     )
 
@@ -293,6 +315,28 @@ def _latest_compares(workspace: Workspace, editable: dict[str, Path]) -> dict[st
         except (KeyError, TypeError, ValueError):
             continue
     return summaries
+
+
+def _freeze_status(workspace: Workspace) -> FreezeStatus:
+    log = test_freeze.freeze_log(workspace)
+    try:
+        record = test_freeze.freeze_record(workspace)
+        changed = test_freeze.changed_since_freeze(workspace)
+    except ToolError as exc:
+        return FreezeStatus(frozen=False, problem=str(exc), log=log)
+    if record is None:
+        return FreezeStatus(frozen=False, log=log)
+    return FreezeStatus(frozen=True, since=record["time"], cases=record["cases"], changed_since_freeze=changed, log=log)
+
+
+def _freeze_detail(freeze: FreezeStatus) -> str:
+    if freeze.problem:
+        return freeze.problem
+    if not freeze.frozen:
+        return "call freeze_tests(workspace) once the tests, coverage and mutation gates hold"
+    if freeze.changed_since_freeze:
+        return f"frozen tests changed: {', '.join(freeze.changed_since_freeze)}; revert them or unfreeze_tests(workspace, reason)"
+    return f"frozen since {freeze.since} with {freeze.cases} cases"
 
 
 def _compare_gate(compares: dict[str, CompareSummary]) -> Gate:

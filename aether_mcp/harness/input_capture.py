@@ -1,0 +1,41 @@
+"""Runs inside Spark's Python workers: records the arguments exactly as Spark delivers them to the UDF.
+
+Coverage and mutation testing call the original (and its mutants) as plain Python on these
+values, so they see what the UDF sees in the job: the Python types, NaN for nulls in pandas
+Series, naive local datetimes. Values travel back as tagged JSON (`value_codec`), never pickles.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from aether_mcp.harness import value_codec
+
+
+def capture_row(*args: Any) -> str:
+    """A row UDF's arguments as received."""
+    return value_codec.dumps([_plain(value) for value in args])
+
+
+def capture_series(*series: pd.Series) -> pd.Series:
+    """A pandas UDF's batch as received: each row's values, with each column's dtype."""
+    dtypes = [str(s.dtype) for s in series]
+    rows = [value_codec.dumps({"values": [_plain(s.iloc[i]) for s in series], "dtypes": dtypes}) for i in range(len(series[0]))]
+    return pd.Series(rows, index=series[0].index, dtype=object)
+
+
+def _plain(value: Any) -> Any:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple, str, bytes)):
+        value = value.tolist()
+    if isinstance(value, float) and math.isnan(value):
+        return value
+    if isinstance(value, (list, tuple)) and not hasattr(value, "__fields__"):
+        return [_plain(item) for item in value]
+    return value

@@ -1,0 +1,256 @@
+"""Plain-Python runs of the original and its mutants, in a process of their own.
+
+`python -I -m aether_mcp.harness.spec_runner JOB OUT`, started by the server through the one
+process runner. Modes:
+- `coverage`: coverage.py (branches on) over original/udf.py while the UDF runs on the inputs;
+- `mutation`: each mutant on the inputs, killed when an output differs from the original's (as
+  Spark would convert it) or it raises where the original did not, in parallel, each with a
+  time budget;
+- `distinguish`: for each given mutant, the first probe row on which it differs from the original;
+- `trace`: the lines and branches each probe row executes in original/udf.py.
+Inputs come as the UDF receives them (captured through Spark) or, for probes, as generated values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+import signal
+import sys
+import time
+import types
+from typing import Any, Callable
+
+from aether_mcp.harness import value_codec
+from aether_mcp.harness.compare import classify
+from aether_mcp.harness.value_codec import Raised
+
+PANDAS_DTYPES = {
+    "double": "float64",
+    "float": "float64",
+    "bigint": "float64",
+    "int": "float64",
+    "smallint": "float64",
+    "tinyint": "float64",
+    "string": "str",
+    "boolean": "object",
+}
+
+
+class MutantTimeout(Exception):
+    pass
+
+
+class Subject:
+    """The UDF function of one module source, callable on rows the way Spark calls it."""
+
+    def __init__(self, source: str, filename: str, job: dict[str, Any]) -> None:
+        name = f"aether_spec_{abs(hash((source, filename)))}"
+        module = types.ModuleType(name)
+        module.__file__ = filename
+        sys.modules[name] = module
+        exec(compile(source, filename, "exec"), module.__dict__)
+        self.function: Callable[..., Any] = getattr(module, job["function"])
+        self.kind = job["kind"]
+        self.return_type = job["return_type"]
+        self.use_arrow = job.get("use_arrow")
+        self.arg_types = job["arg_types"]
+
+    def outputs(self, inputs: list[Any], captured: bool) -> list[Any]:
+        """Outputs per row, normalised as Spark converts them; a Raised where the call raised."""
+        if self.kind == "pandas":
+            return self._pandas_outputs(inputs, captured)
+        results = []
+        for args in inputs:
+            try:
+                results.append(self._normalise(self.function(*args)))
+            except MutantTimeout:
+                raise
+            except Exception as exc:
+                results.append(Raised(type(exc).__name__, str(exc)))
+        return results
+
+    def _pandas_outputs(self, inputs: list[Any], captured: bool) -> list[Any]:
+        import pandas as pd
+
+        if not inputs:
+            return []
+        if captured:
+            dtypes = inputs[0]["dtypes"]
+            columns = [pd.Series([row["values"][i] for row in inputs], dtype=dtypes[i]) for i in range(len(dtypes))]
+            try:
+                result = list(self.function(*columns))
+            except MutantTimeout:
+                raise
+            except Exception as exc:
+                return [Raised(type(exc).__name__, str(exc))] * len(inputs)
+            if len(result) != len(inputs):
+                return [Raised("ValueError", "result length differs from the batch")] * len(inputs)
+            return [self._normalise(value) for value in result]
+        results = []
+        for row in inputs:  # generated probes: one row per batch
+            columns = [pd.Series([_probe_value(value)], dtype=PANDAS_DTYPES.get(ddl, "object")) for value, ddl in zip(row, self.arg_types)]
+            try:
+                results.append(self._normalise(list(self.function(*columns))[0]))
+            except MutantTimeout:
+                raise
+            except Exception as exc:
+                results.append(Raised(type(exc).__name__, str(exc)))
+        return results
+
+    def _normalise(self, value: Any) -> Any:
+        if hasattr(value, "tolist") and not isinstance(value, (list, str, bytes)):
+            value = value.tolist()
+        if self.kind == "pandas":
+            if isinstance(value, float) and math.isnan(value):
+                return None  # Spark turns NaN in a pandas UDF's float result into null
+            if value is not None and type(value).__name__ in ("NAType", "NaTType"):
+                return None
+        if self.return_type in ("double", "float") and isinstance(value, int) and not isinstance(value, bool):
+            return float(value) if self.use_arrow else None  # pickled rows: an int for a double is null
+        return value
+
+
+def run_coverage(job: dict[str, Any]) -> dict[str, Any]:
+    import coverage
+
+    path = job["module_path"]
+    cov = coverage.Coverage(branch=True, data_file=None, include=[path])
+    cov.start()
+    try:
+        subject = Subject(job["source"], path, job)
+        subject.outputs(job["inputs"], captured=True)
+    finally:
+        cov.stop()
+    report_path = job["work_dir"] + "/coverage.json"
+    cov.json_report(outfile=report_path, morfs=[path])
+    with open(report_path, encoding="utf-8") as handle:
+        files = json.load(handle)["files"]
+    entry = next(iter(files.values()))
+    return {
+        "summary": entry["summary"],
+        "missing_lines": entry["missing_lines"],
+        "missing_branches": entry["missing_branches"],
+        "executed_lines": entry["executed_lines"],
+    }
+
+
+def run_mutation(job: dict[str, Any]) -> dict[str, Any]:
+    started = time.monotonic()
+    original = Subject(job["source"], job["module_path"], job)
+    reference = original.outputs(job["inputs"], captured=True)
+    original_seconds = time.monotonic() - started
+    budget = max(2.0, 50 * original_seconds)
+    tasks = [(mutant, job, reference, budget) for mutant in job["mutants"]]
+    workers = max(1, min(int(job.get("workers") or os.cpu_count() or 1), len(tasks) or 1))
+    if workers > 1:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            verdicts = pool.map(_judge_mutant, tasks, chunksize=max(1, len(tasks) // (workers * 4)))
+    else:
+        verdicts = [_judge_mutant(task) for task in tasks]
+    return {"verdicts": verdicts, "original_seconds": original_seconds, "budget_s": budget}
+
+
+def run_distinguish(job: dict[str, Any]) -> dict[str, Any]:
+    original = Subject(job["source"], job["module_path"], job)
+    probes = job["probes"]
+    reference = original.outputs(probes, captured=False)
+    found = {}
+    for mutant in job["mutants"]:
+        found[mutant["id"]] = None
+        try:
+            subject = Subject(mutant["source"], f"<mutant {mutant['id']}>", job)
+            with _time_budget(max(5.0, len(probes) * 0.01)):
+                outputs = subject.outputs(probes, captured=False)
+        except Exception:
+            continue
+        for index, (expected, actual) in enumerate(zip(reference, outputs)):
+            if classify(expected, actual) is not None:
+                found[mutant["id"]] = index
+                break
+    return {"first_difference": found}
+
+
+def run_trace(job: dict[str, Any]) -> dict[str, Any]:
+    path = job["module_path"]
+    subject = Subject(job["source"], path, job)
+    traces = []
+    for row in job["probes"]:
+        arcs: set[tuple[int, int]] = set()
+        last: dict[int, int] = {}
+
+        def tracer(frame, event, arg):
+            if frame.f_code.co_filename != path:
+                return None
+            key = id(frame)
+            if event == "call":
+                last[key] = -frame.f_code.co_firstlineno
+            elif event == "line":
+                arcs.add((last.get(key, -frame.f_code.co_firstlineno), frame.f_lineno))
+                last[key] = frame.f_lineno
+            elif event == "return":
+                arcs.add((last.get(key, frame.f_lineno), -frame.f_code.co_firstlineno))
+            return tracer
+
+        sys.settrace(tracer)
+        try:
+            subject.outputs([row], captured=False)
+        finally:
+            sys.settrace(None)
+        traces.append(sorted(arcs))
+    return {"arcs": traces}
+
+
+def _judge_mutant(task: tuple[dict[str, Any], dict[str, Any], list[Any], float]) -> dict[str, Any]:
+    mutant, job, reference, budget = task
+    try:
+        with _time_budget(budget):
+            subject = Subject(mutant["source"], f"<mutant {mutant['id']}>", job)
+            outputs = subject.outputs(job["inputs"], captured=True)
+    except MutantTimeout:
+        return {"id": mutant["id"], "killed": True, "by": "timeout"}
+    except Exception as exc:  # the mutant does not even load: the tests need not kill it
+        return {"id": mutant["id"], "killed": None, "by": f"invalid: {type(exc).__name__}"}
+    for index, (expected, actual) in enumerate(zip(reference, outputs)):
+        if classify(expected, actual) is not None:
+            return {"id": mutant["id"], "killed": True, "by": f"case {index}"}
+    return {"id": mutant["id"], "killed": False, "by": None}
+
+
+class _time_budget:
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __enter__(self) -> None:
+        signal.signal(signal.SIGALRM, _raise_timeout)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc: Any) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _raise_timeout(signum: int, frame: Any) -> None:
+    raise MutantTimeout()
+
+
+def _probe_value(value: Any) -> Any:
+    return float("nan") if value is None else value
+
+
+MODES = {"coverage": run_coverage, "mutation": run_mutation, "distinguish": run_distinguish, "trace": run_trace}
+
+
+def main() -> None:
+    job_path, out_path = sys.argv[1], sys.argv[2]
+    with open(job_path, encoding="utf-8") as handle:
+        job = value_codec.decode(json.load(handle))
+    result = MODES[job["mode"]](job)
+    with open(out_path + ".partial", "w", encoding="utf-8") as handle:
+        json.dump(value_codec.encode(result), handle)
+    os.replace(out_path + ".partial", out_path)
+
+
+if __name__ == "__main__":
+    main()

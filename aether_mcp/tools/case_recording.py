@@ -1,0 +1,82 @@
+"""record_cases: the original's real outputs, recorded as behaviour cases in tests/cases.py."""
+
+from __future__ import annotations
+
+import zoneinfo
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from aether_mcp import case_file
+from aether_mcp.harness import value_codec
+from aether_mcp.harness.case_literals import read_case_rows
+from aether_mcp.harness.value_codec import Raised
+from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
+from aether_mcp.input_json import from_json_row, session_naive, to_json_row
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.spark_types import parse_type
+from aether_mcp.test_freeze import refuse_if_frozen
+from aether_mcp.workspace import TESTS_DIR, Workspace
+
+MAX_ROWS = 1000
+
+
+class RecordedCase(BaseModel):
+    args: list[Any] = Field(description="the row, in record_cases JSON form")
+    expected: str | None = Field(None, description="what the original returned (Python repr)")
+    raises: str | None = Field(None, description="the exception the original raised instead")
+
+
+class RecordCasesResult(BaseModel):
+    workspace: str
+    recorded: list[RecordedCase]
+    duplicates: list[list[Any]] = Field(description="rows already in tests/cases.py, not recorded again")
+    cases_total: int
+    path: str = "tests/cases.py"
+
+
+def record_cases(root: SandboxRoot, workers: WorkerPool, workspace: str, inputs: list[Any], why: str | None = None) -> RecordCasesResult:
+    opened = Workspace.open_intact(root, workspace)
+    refuse_if_frozen(opened, "record_cases")
+    if not isinstance(inputs, list) or not inputs:
+        raise ToolError("inputs is empty; give a list of argument rows, e.g. [[65, 100.0, \"gold\"]] (suggest_inputs proposes some).")
+    if len(inputs) > MAX_ROWS:
+        raise ToolError(f"inputs has {len(inputs)} rows; record at most {MAX_ROWS} per call.")
+    if why is not None and len(why) > 300:
+        raise ToolError("why is longer than 300 characters; say in one line what the rows pin.")
+    args = opened.config.udf.args
+    types = [parse_type(a.type) for a in args]
+    zone = zoneinfo.ZoneInfo(opened.config.spark.conf.get("spark.sql.session.timeZone", "UTC"))
+    rows = [[session_naive(value, zone) for value in from_json_row(row, types, [a.name for a in args], index)] for index, row in enumerate(inputs)]
+    cases_path = opened.path / TESTS_DIR / "cases.py"
+    existing = {value_codec.dumps(row) for row in read_case_rows(cases_path)}
+    fresh, duplicates, seen = [], [], set(existing)
+    for row in rows:
+        key = value_codec.dumps(row)
+        if key in seen:
+            duplicates.append(to_json_row(row))
+        else:
+            seen.add(key)
+            fresh.append(row)
+    outputs: list[Any] = []
+    if fresh:
+        try:
+            outputs = workers.evaluate("reference", opened, "original", fresh).outputs
+        except EvaluationFailed as exc:
+            raise ToolError(f"the original could not be evaluated on these rows: {exc}") from None
+    entries, recorded = [], []
+    for row, output in zip(fresh, outputs):
+        entry: dict[str, Any] = {"args": row, "why": why or "recorded from the original"}
+        if isinstance(output, Raised):
+            entry["raises"] = output.type
+            recorded.append(RecordedCase(args=to_json_row(row), raises=str(output)))
+        else:
+            entry["expected"] = output
+            recorded.append(RecordedCase(args=to_json_row(row), expected=repr(output)))
+        entries.append(entry)
+    if entries:
+        with opened.lock():
+            case_file.append_cases(cases_path, entries)
+    return RecordCasesResult(workspace=str(opened.path), recorded=recorded, duplicates=duplicates, cases_total=len(read_case_rows(cases_path)))
+

@@ -1,0 +1,57 @@
+"""freeze_tests and unfreeze_tests: fix the specification once it is strong, and log every change of mind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from aether_mcp import test_freeze
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.tools import workspaces
+from aether_mcp.workspace import Workspace
+
+PHASE_ONE_GATES = ("tests_pass_on_original", "branch_coverage", "mutation_score")
+
+
+class FreezeResult(BaseModel):
+    frozen_at: str
+    cases: int
+    files: list[str] = Field(description="test files whose content is now fixed")
+    note: str = "run_tests on candidates and byte_compare refuse while these files differ; unfreeze_tests(workspace, reason) is logged"
+
+
+class UnfreezeResult(BaseModel):
+    unfrozen_at: str
+    reason: str
+    changed_since_freeze: list[str]
+    log: list[dict[str, Any]] = Field(description="every freeze and unfreeze of this workspace")
+
+
+def freeze_tests(root: SandboxRoot, workspace: str) -> FreezeResult:
+    opened = Workspace.open_intact(root, workspace)
+    if test_freeze.freeze_record(opened) is not None:
+        raise ToolError("the tests are already frozen; workspace_status shows since when.")
+    gates = {g.name: g for g in workspaces.workspace_status(root, workspace).gates}
+    open_gates = [f"{name} ({gates[name].status}: {gates[name].detail})" for name in PHASE_ONE_GATES if gates[name].status != "pass"]
+    if open_gates:
+        raise ToolError(
+            "the phase-1 gates do not all hold yet: " + "; ".join(open_gates) + ". Run run_tests(workspace, 'original'), "
+            "coverage_report and mutation_score on the current tests (suggest_inputs and record_cases close gaps; justify explains the rest)."
+        )
+    with opened.lock():
+        body = test_freeze.freeze(opened)
+    return FreezeResult(frozen_at=body["time"], cases=body["cases"], files=sorted(body["files"]))
+
+
+def unfreeze_tests(root: SandboxRoot, workspace: str, reason: str) -> UnfreezeResult:
+    opened = Workspace.open_intact(root, workspace)
+    reason = (reason or "").strip()
+    if len(reason) < 15:
+        raise ToolError("reason is too short; say why the frozen tests must change (at least 15 characters). It is logged and reported.")
+    if test_freeze.freeze_record(opened) is None:
+        raise ToolError("the tests are not frozen; nothing to unfreeze.")
+    with opened.lock():
+        entry = test_freeze.unfreeze(opened, reason)
+    return UnfreezeResult(unfrozen_at=entry["time"], reason=reason, changed_since_freeze=entry["changed"], log=test_freeze.freeze_log(opened))

@@ -1,0 +1,444 @@
+"""coverage_report, mutation_score, suggest_inputs, justify: measure how well the cases pin the original.
+
+Both measures run on the cases of tests/cases.py (the specification byte_compare and the gates
+use), with the arguments exactly as Spark delivers them to the UDF (captured through the
+reference worker), and call the original and its mutants as plain Python in a process of their
+own. Results are kept under .aether/runs/ and judged current while original/udf.py and
+tests/cases.py are unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import secrets
+import sys
+import time
+import zoneinfo
+from pathlib import Path
+from typing import Any, Literal
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from aether_mcp.harness import subprocess_runner, value_codec
+from aether_mcp.harness.case_literals import read_case_rows
+from aether_mcp.harness.edge_inputs import edge_rows
+from aether_mcp.harness.hidden_inputs import hidden_rows, literal_compositions
+from aether_mcp.harness.mined_values import boundary_values, mine
+from aether_mcp.harness.mutants import generate_mutants
+from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
+from aether_mcp.input_json import session_naive, to_json_row
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.spark_types import parse_type
+from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace
+
+RUNNER_TIMEOUT_S = 300
+PROBE_ROWS = 1500
+MAX_SUGGESTIONS = 60
+
+
+class UncoveredItem(BaseModel):
+    item: str = Field(description="id for justify: line:N or branch:A->B (B may be 'exit')")
+    kind: Literal["line", "branch"]
+    line: int
+    source: str
+    destination: str | None = Field(None, description="for a branch: the line it would go to, or 'exit'")
+    destination_source: str | None = None
+    justified: str | None = Field(None, description="the recorded reason, when justified")
+
+
+class GateStatus(BaseModel):
+    status: Literal["pass", "fail"]
+    detail: str
+
+
+class CoverageReport(BaseModel):
+    workspace: str
+    measured_on: str
+    line_percent: float
+    branch_percent: float
+    statements: int
+    branches: int
+    uncovered: list[UncoveredItem]
+    gate: GateStatus
+    duration_s: float
+
+
+class Survivor(BaseModel):
+    mutant_id: str
+    operator: str
+    line: int
+    description: str
+    diff: str
+    likely_equivalent: bool = Field(description="no generated input told it apart from the original either")
+    justified: str | None = None
+
+
+class MutationScore(BaseModel):
+    workspace: str
+    measured_on: str
+    total: int
+    killed: int
+    invalid: int = Field(description="mutants that do not load; left out of the score")
+    score: float
+    survivors: list[Survivor]
+    gate: GateStatus
+    duration_s: float
+
+
+class Suggestion(BaseModel):
+    args: list[Any] = Field(description="an input row in record_cases form (NaN/Infinity as strings, dates as ISO strings)")
+    targets: list[str] = Field(description="what the row exercises: an uncovered line or branch, a surviving mutant, a boundary, a null")
+
+
+class SuggestInputsResult(BaseModel):
+    workspace: str
+    suggestions: list[Suggestion]
+    next_step: str = "pass the rows you want to record_cases(workspace, inputs): it records the original's real outputs"
+
+
+class JustifyResult(BaseModel):
+    item: str
+    reason: str
+    justified: dict[str, str] = Field(description="every recorded justification")
+
+
+def coverage_report(root: SandboxRoot, workers: WorkerPool, workspace: str) -> CoverageReport:
+    started = time.monotonic()
+    opened = Workspace.open_intact(root, workspace)
+    inputs = _captured_cases(opened, workers)
+    result = _run_spec(opened, {"mode": "coverage", "inputs": inputs})
+    lines = _source_lines(opened)
+    justified = justifications(opened)
+    uncovered = [
+        UncoveredItem(item=f"line:{n}", kind="line", line=n, source=lines.get(n, ""), justified=justified.get(f"line:{n}"))
+        for n in result["missing_lines"]
+    ]
+    for start, end in result["missing_branches"]:
+        destination = "exit" if end < 0 else str(end)
+        item = f"branch:{start}->{destination}"
+        uncovered.append(
+            UncoveredItem(
+                item=item,
+                kind="branch",
+                line=start,
+                source=lines.get(start, ""),
+                destination=destination,
+                destination_source=None if end < 0 else lines.get(end, ""),
+                justified=justified.get(item),
+            )
+        )
+    summary = result["summary"]
+    statements, branches = summary["num_statements"], summary["num_branches"]
+    covered_lines, covered_branches = summary["covered_lines"], summary["covered_branches"]
+    threshold = opened.config.tests.branch_coverage_gate
+    explained_lines = sum(1 for u in uncovered if u.kind == "line" and u.justified)
+    explained_branches = sum(1 for u in uncovered if u.kind == "branch" and u.justified)
+    line_ok = statements == 0 or (covered_lines + explained_lines) / statements >= threshold
+    branch_ok = branches == 0 or (covered_branches + explained_branches) / branches >= threshold
+    unexplained = [u.item for u in uncovered if not u.justified]
+    gate = GateStatus(
+        status="pass" if line_ok and branch_ok else "fail",
+        detail="every line and branch is covered or justified"
+        if not unexplained
+        else f"{len(unexplained)} uncovered and unexplained: {', '.join(unexplained[:8])}; call suggest_inputs, then record_cases, or justify",
+    )
+    report = CoverageReport(
+        workspace=str(opened.path),
+        measured_on=f"{len(inputs)} cases of tests/cases.py, with their arguments as Spark delivers them",
+        line_percent=round(100.0 * covered_lines / statements, 2) if statements else 100.0,
+        branch_percent=round(100.0 * covered_branches / branches, 2) if branches else 100.0,
+        statements=statements,
+        branches=branches,
+        uncovered=uncovered,
+        gate=gate,
+        duration_s=round(time.monotonic() - started, 3),
+    )
+    _record(opened, "coverage", report.model_dump())
+    return report
+
+
+def mutation_score(root: SandboxRoot, workers: WorkerPool, workspace: str) -> MutationScore:
+    started = time.monotonic()
+    opened = Workspace.open_intact(root, workspace)
+    inputs = _captured_cases(opened, workers)
+    mutants = generate_mutants(opened.original_module.read_text(encoding="utf-8"))
+    result = _run_spec(opened, {"mode": "mutation", "inputs": inputs, "mutants": [{"id": m.mutant_id, "source": m.source} for m in mutants]})
+    verdicts = {v["id"]: v for v in result["verdicts"]}
+    by_id = {m.mutant_id: m for m in mutants}
+    invalid = [m for m in mutants if verdicts[m.mutant_id]["killed"] is None]
+    killed = [m for m in mutants if verdicts[m.mutant_id]["killed"]]
+    surviving = [m for m in mutants if verdicts[m.mutant_id]["killed"] is False]
+    probes = _probe_rows(opened)
+    differences = _run_spec(opened, {"mode": "distinguish", "probes": probes, "mutants": [{"id": m.mutant_id, "source": m.source} for m in surviving]})["first_difference"] if surviving else {}
+    justified = justifications(opened)
+    survivors = [
+        Survivor(
+            mutant_id=m.mutant_id,
+            operator=m.operator,
+            line=m.line,
+            description=m.description,
+            diff=m.diff,
+            likely_equivalent=differences.get(m.mutant_id) is None,
+            justified=justified.get(f"mutant:{m.mutant_id}"),
+        )
+        for m in surviving
+    ]
+    scored = len(mutants) - len(invalid)
+    score = round(len(killed) / scored, 4) if scored else 1.0
+    threshold = opened.config.tests.mutation_score_gate
+    unexplained = [s.mutant_id for s in survivors if not s.justified]
+    gate = GateStatus(
+        status="pass" if score >= threshold or not unexplained else "fail",
+        detail=f"score {score:.2f} (gate {threshold:.2f})"
+        + ("" if not unexplained else f"; {len(unexplained)} unexplained survivors: call suggest_inputs for rows that kill them, or justify the equivalent ones"),
+    )
+    report = MutationScore(
+        workspace=str(opened.path),
+        measured_on=f"{len(inputs)} cases of tests/cases.py, with their arguments as Spark delivers them",
+        total=len(mutants),
+        killed=len(killed),
+        invalid=len(invalid),
+        score=score,
+        survivors=survivors,
+        gate=gate,
+        duration_s=round(time.monotonic() - started, 3),
+    )
+    stored = report.model_dump()
+    stored["distinguishing_rows"] = {mid: value_codec.encode(probes[index]) for mid, index in differences.items() if index is not None and mid in by_id}
+    _record(opened, "mutation", stored)
+    return report
+
+
+def suggest_inputs(root: SandboxRoot, workers: WorkerPool, workspace: str) -> SuggestInputsResult:
+    opened = Workspace.open_intact(root, workspace)
+    coverage = _current(opened, "coverage") or coverage_report(root, workers, workspace).model_dump()
+    mutation = _current(opened, "mutation") or _current_after(opened, lambda: mutation_score(root, workers, workspace))
+    suggestions: dict[str, Suggestion] = {}
+
+    def add(row: list[Any], target: str) -> None:
+        key = value_codec.dumps(row)
+        if key not in suggestions:
+            suggestions[key] = Suggestion(args=to_json_row(row), targets=[])
+        if target not in suggestions[key].targets:
+            suggestions[key].targets.append(target)
+
+    missing = [u for u in coverage["uncovered"] if not u.get("justified")]
+    if missing:
+        probes = _probe_rows(opened)
+        traces = _run_spec(opened, {"mode": "trace", "probes": probes})["arcs"]
+        for item in missing:
+            for row, arcs in zip(probes, traces):
+                if _covers(item, arcs):
+                    add(row, f"uncovered {item['item']}: {item['source'].strip()}")
+                    break
+    for mutant_id, encoded in (mutation.get("distinguishing_rows") or {}).items():
+        survivor = next((s for s in mutation["survivors"] if s["mutant_id"] == mutant_id), None)
+        if survivor and not survivor.get("justified"):
+            add(value_codec.decode(encoded), f"kills surviving mutant {mutant_id} (line {survivor['line']}: {survivor['description']})")
+    for row, target in _boundary_rows(opened):
+        if len(suggestions) >= MAX_SUGGESTIONS:
+            break
+        add(row, target)
+    return SuggestInputsResult(workspace=str(opened.path), suggestions=list(suggestions.values())[:MAX_SUGGESTIONS])
+
+
+def justify(root: SandboxRoot, workspace: str, item: str, reason: str) -> JustifyResult:
+    opened = Workspace.open_intact(root, workspace)
+    item, reason = (item or "").strip(), (reason or "").strip()
+    if len(reason) < 15:
+        raise ToolError("reason is too short; say why the item is acceptable (unreachable because ..., equivalent because ...), at least 15 characters.")
+    coverage, mutation = _current(opened, "coverage"), _current(opened, "mutation")
+    open_items = [u["item"] for u in (coverage or {}).get("uncovered", [])] + [f"mutant:{s['mutant_id']}" for s in (mutation or {}).get("survivors", [])]
+    if item not in open_items:
+        listing = ", ".join(open_items[:12]) or "none (run coverage_report and mutation_score first)"
+        raise ToolError(f"{item!r} is not an uncovered line or branch or a surviving mutant in the latest results; open items: {listing}.")
+    with opened.lock():
+        recorded = justifications(opened)
+        recorded[item] = reason
+        _justifications_path(opened).write_text(json.dumps(recorded, indent=2, sort_keys=True), encoding="utf-8")
+    for kind, data in (("coverage", coverage), ("mutation", mutation)):
+        if data:
+            for entry in data.get("uncovered", []) + data.get("survivors", []):
+                if entry.get("item") == item or f"mutant:{entry.get('mutant_id')}" == item:
+                    entry["justified"] = reason
+            _record(opened, kind, data)
+    return JustifyResult(item=item, reason=reason, justified=recorded)
+
+
+def justifications(workspace: Workspace) -> dict[str, str]:
+    try:
+        data = json.loads(_justifications_path(workspace).read_text(encoding="utf-8"))
+        return {str(k): str(v) for k, v in data.items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def spec_gates(workspace: Workspace) -> dict[str, GateStatus | None]:
+    """The coverage and mutation gates from the latest current results (None: not measured since the last change)."""
+    gates: dict[str, GateStatus | None] = {}
+    for kind in ("coverage", "mutation"):
+        data = _current(workspace, kind)
+        gates[kind] = GateStatus.model_validate(data["gate"]) if data else None
+    return gates
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _captured_cases(workspace: Workspace, workers: WorkerPool) -> list[Any]:
+    rows = read_case_rows(workspace.path / TESTS_DIR / "cases.py")
+    if not rows:
+        raise ToolError("tests/cases.py has no cases yet; add some with record_cases(workspace, inputs) (suggest_inputs proposes rows).")
+    try:
+        return workers.capture(workspace, rows)
+    except EvaluationFailed as exc:
+        raise ToolError(f"the cases could not be delivered to the original through Spark ({exc}); run_tests(workspace, 'original') shows the problem in context.") from None
+
+
+def _run_spec(workspace: Workspace, job: dict[str, Any]) -> dict[str, Any]:
+    config = workspace.config.udf
+    job = {
+        **job,
+        "module_path": str(workspace.original_module),
+        "source": workspace.original_module.read_text(encoding="utf-8"),
+        "function": config.function,
+        "kind": config.kind,
+        "return_type": config.return_type,
+        "use_arrow": config.use_arrow,
+        "arg_types": [a.type for a in config.args],
+    }
+    run_dir = workspace.state_dir / "runs" / (dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{job['mode']}-" + secrets.token_hex(3))
+    run_dir.mkdir(parents=True)
+    job["work_dir"] = str(run_dir)
+    (run_dir / "job.json").write_text(json.dumps(value_codec.encode(job)), encoding="utf-8")
+    argv = [sys.executable, "-I", "-B", "-m", "aether_mcp.harness.spec_runner", str(run_dir / "job.json"), str(run_dir / "result.json")]
+    env = {"TZ": workspace.config.spark.conf.get("spark.sql.session.timeZone", "UTC"), "PYTHONHASHSEED": "0"}
+    outcome = subprocess_runner.run(argv, cwd=run_dir, log_path=run_dir / "runner.log", timeout_s=RUNNER_TIMEOUT_S, env_extra=env)
+    result_path = run_dir / "result.json"
+    if outcome.timed_out or outcome.returncode != 0 or not result_path.exists():
+        reason = f"timed out after {RUNNER_TIMEOUT_S}s" if outcome.timed_out else f"exited with code {outcome.returncode}"
+        raise ToolError(f"the {job['mode']} run of the original {reason} (log: {outcome.log_path}); last output: {outcome.tail[-600:]!r}")
+    return value_codec.decode(json.loads(result_path.read_text(encoding="utf-8")))
+
+
+def _probe_rows(workspace: Workspace) -> list[list[Any]]:
+    """Generated rows (boundaries, perturbed literals, nulls, edges, hidden-style), as a UDF would receive them."""
+    config = workspace.config
+    cases = read_case_rows(workspace.path / TESTS_DIR / "cases.py")
+    rows = [row for row, _ in _boundary_rows(workspace)]
+    rows += _composed_rows(workspace, cases)
+    rows += edge_rows(config, cases)
+    rows += hidden_rows(config, mine(workspace.original_module.read_text(encoding="utf-8")), PROBE_ROWS, secrets.randbits(64))
+    zone = zoneinfo.ZoneInfo(config.spark.conf.get("spark.sql.session.timeZone", "UTC"))
+    return [[session_naive(value, zone) for value in row] for row in rows]
+
+
+def _composed_rows(workspace: Workspace, cases: list[list[Any]]) -> list[list[Any]]:
+    """Each string argument set to compositions of the original's literals, the others from a case."""
+    types = [parse_type(a.type).simpleString() for a in workspace.config.udf.args]
+    base = list(cases[0]) if cases and len(cases[0]) == len(types) else [_typical(t) for t in types]
+    compositions = literal_compositions(mine(workspace.original_module.read_text(encoding="utf-8")))
+    rows = []
+    for position, ddl in enumerate(types):
+        if ddl == "string":
+            for text in compositions:
+                row = list(base)
+                row[position] = text
+                rows.append(row)
+    return rows
+
+
+def _boundary_rows(workspace: Workspace) -> list[tuple[list[Any], str]]:
+    """Rows at every mined boundary, with perturbed literals, and with each argument null."""
+    config = workspace.config
+    types = [parse_type(a.type).simpleString() for a in config.udf.args]
+    names = [a.name for a in config.udf.args]
+    cases = read_case_rows(workspace.path / TESTS_DIR / "cases.py")
+    base = list(cases[0]) if cases and len(cases[0]) == len(types) else [_typical(t) for t in types]
+    mined = mine(workspace.original_module.read_text(encoding="utf-8"))
+    rows: list[tuple[list[Any], str]] = []
+    for position, ddl in enumerate(types):
+        if ddl in ("tinyint", "smallint", "int", "bigint", "float", "double"):
+            for number in mined.compared_numbers:
+                for value in boundary_values(number):
+                    value = int(value) if ddl.endswith("int") and float(value).is_integer() else (float(value) if not ddl.endswith("int") else None)
+                    if value is None:
+                        continue
+                    row = list(base)
+                    row[position] = value
+                    rows.append((row, f"boundary {number!r} of {names[position]}"))
+        if ddl == "string":
+            for literal in mined.strings[:12]:
+                for variant in (literal, literal.upper(), f" {literal}", f"{literal}\t", f"\u00a0{literal}"):
+                    row = list(base)
+                    row[position] = variant
+                    rows.append((row, f"literal {literal!r} of {names[position]}, perturbed"))
+        row = list(base)
+        row[position] = None
+        rows.append((row, f"{names[position]} is null"))
+    return rows
+
+
+def _typical(ddl: str) -> Any:
+    if ddl in ("double", "float"):
+        return 1.0
+    if ddl.endswith("int"):
+        return 1
+    if ddl == "string":
+        return "a"
+    if ddl == "boolean":
+        return True
+    return None
+
+
+def _covers(item: dict[str, Any], arcs: list[list[int]]) -> bool:
+    pairs = {tuple(arc) for arc in arcs}
+    if item["kind"] == "line":
+        return any(end == item["line"] for _, end in pairs)
+    destination = item["destination"]
+    return any(start == item["line"] and ((destination == "exit" and end < 0) or str(end) == destination) for start, end in pairs)
+
+
+def _source_lines(workspace: Workspace) -> dict[int, str]:
+    return {n: text for n, text in enumerate(workspace.original_module.read_text(encoding="utf-8").splitlines(), start=1)}
+
+
+def _digests(workspace: Workspace) -> dict[str, str]:
+    def digest(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
+
+    return {"original": digest(workspace.path / ORIGINAL_MODULE), "cases": digest(workspace.path / TESTS_DIR / "cases.py")}
+
+
+def _record(workspace: Workspace, kind: str, data: dict[str, Any]) -> None:
+    path = workspace.state_dir / "runs" / "spec.json"
+    with workspace.lock():
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        except ValueError:
+            stored = {}
+        stored[kind] = {"digests": _digests(workspace), "result": data}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(stored, indent=2, default=str), encoding="utf-8")
+
+
+def _current(workspace: Workspace, kind: str) -> dict[str, Any] | None:
+    try:
+        stored = json.loads((workspace.state_dir / "runs" / "spec.json").read_text(encoding="utf-8"))
+        entry = stored[kind]
+    except (OSError, ValueError, KeyError):
+        return None
+    return entry["result"] if entry.get("digests") == _digests(workspace) else None
+
+
+def _current_after(workspace: Workspace, measure) -> dict[str, Any]:
+    measure()
+    return _current(workspace, "mutation") or {}
+
+
+def _justifications_path(workspace: Workspace) -> Path:
+    return workspace.state_dir / "justifications.json"
+
