@@ -1,0 +1,420 @@
+"""Static rules that catch cheating candidates: code, not judgement, each rule with its own tests.
+
+Every rule reads the candidate's AST (and any workspace module it imports) and reports where a
+candidate reaches for the original, works row by row, copies device data back to the host,
+falls back to slower code, hard-codes test data, reads what it should not, tampers with the
+environment, escapes into threads, processes or the JVM, or memoizes across calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Severity = str  # "block" or "warn"
+
+WHY = {
+    "reaches_original": "a candidate must compute the result itself; loading the original (or any code by name at run time) hides it",
+    "row_at_a_time": "per-row Python work in a vectorized or kernel target (or a Python UDF in a sql target) is the slowness the conversion removes",
+    "host_round_trip": "copying device data back to the host on the GPU path throws away the GPU",
+    "fallback": "a broad except around the fast path silently falls back to other code when it fails",
+    "hard_coded": "a literal taken from the test cases, not from the original, only makes the tests pass",
+    "reads_forbidden": "a candidate must not read tests, server state or the original, or probe its environment to detect a test run",
+    "tampering": "changing imported modules, Spark confs, files or caching the inputs changes what is measured, not the candidate",
+    "escape": "threads, processes, sockets, ctypes and JVM calls run work the harness cannot see or check",
+    "memoization": "state kept across calls makes later results depend on earlier inputs",
+    "batch_dependent": "results that depend on how Spark splits rows into batches change from run to run",
+}
+FIX = {
+    "reaches_original": "re-implement the logic in the candidate; copy constants and helpers you need from original/udf.py",
+    "row_at_a_time": "use whole-column operations: pandas .str, np.where/np.select, Series.map with a dict, Spark SQL functions",
+    "host_round_trip": "keep the data on the device; return a device Series and let the harness convert it once",
+    "fallback": "catch only the specific exception you expect, or let it raise",
+    "hard_coded": "derive values from the original's constants and logic, not from test expectations",
+    "reads_forbidden": "remove the file, environment or frame access",
+    "tampering": "remove the assignment, write, conf change or caching",
+    "escape": "do the work in the entry point itself, with pandas/NumPy or Spark SQL",
+    "memoization": "compute from the inputs every call; keep module-level constants read-only",
+    "batch_dependent": "compute each row from its own arguments only, never from the batch it arrives in",
+}
+DYNAMIC_BUILTINS = {"exec", "eval", "compile", "__import__"}
+DYNAMIC_LOADERS = {"import_module", "spec_from_file_location", "module_from_spec", "run_path", "run_module", "exec_module", "__import__", "load_module"}
+FORBIDDEN_MODULES = {"importlib", "runpy", "inspect", "gc", "traceback", "pickle", "marshal"}
+ESCAPE_MODULES = {"threading", "multiprocessing", "concurrent", "subprocess", "socket", "ctypes", "asyncio", "signal", "requests", "urllib", "http", "_thread"}
+ESCAPE_OS_CALLS = {"fork", "system", "popen", "spawnl", "spawnv", "execv", "execl", "execve", "forkpty", "kill"}
+ROW_METHODS = {"apply", "applymap", "iterrows", "itertuples", "agg", "aggregate", "transform", "pipe"}
+HOST_METHODS = {"to_pandas", "values_host", "asnumpy", "copy_to_host", "to_arrow"}
+CACHE_METHODS = {"cache", "persist", "checkpoint", "localCheckpoint", "broadcast"}
+MUTATING_METHODS = {"append", "extend", "update", "setdefault", "add", "insert", "pop", "popitem", "clear", "remove", "discard"}
+WRITE_CALLS = {"write_text", "write_bytes", "unlink", "remove", "rename", "replace", "makedirs", "mkdir", "rmtree", "copyfile", "copytree", "move", "symlink"}
+FILE_MODULES = {"os", "shutil", "pathlib", "Path"}
+READ_CALLS = {"open", "read_text", "read_bytes", "listdir", "scandir", "walk", "glob", "iglob", "rglob", "iterdir", "loadtxt", "read_csv", "read_parquet"}
+FORBIDDEN_TEXT = ("tests/", "tests\\", ".aether", "original/", "original\\", "cases.py", "udf.py", "PYTEST", "AETHER_")
+# SQL text that calls into the JVM or reads files (SQL function names are case-insensitive).
+JVM_SQL = re.compile(r"\b(try_reflect|reflect|java_method)\s*\(|\binput_file_name\b|\bread_files\b|\bjava\.(lang|io|nio|net)\.", re.IGNORECASE)
+TRIVIAL_LITERALS = {0, 1, -1, 2, 10, 100, 0.5, "", " ", None, True, False}
+
+
+@dataclass
+class RuleFinding:
+    rule: str
+    severity: Severity
+    file: str
+    line: int
+    evidence: str
+    why: str
+    fix: str
+
+
+def check_candidate(
+    source: str,
+    file: str,
+    kind: str,
+    case_literals: set[Any],
+    original_literals: set[Any],
+    entry_point: str,
+) -> list[RuleFinding]:
+    """Every finding of every rule in one candidate (or workspace module) source."""
+    scanner = _Scanner(source, file, kind, case_literals - original_literals - TRIVIAL_LITERALS, entry_point)
+    return scanner.run()
+
+
+def literals_in(value: Any) -> set[Any]:
+    """Numbers and strings inside a (nested) value, as the hard-coding rule compares them."""
+    found: set[Any] = set()
+    if isinstance(value, bool) or value is None:
+        return found
+    if isinstance(value, (int, float, str)):
+        found.add(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            found |= literals_in(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            found |= literals_in(key) | literals_in(item)
+    return found
+
+
+def source_literals(source: str) -> set[Any]:
+    """Every numeric and string constant in a module (docstrings included: they are the original's own text)."""
+    found: set[Any] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)) and not isinstance(node.value, bool):
+            found.add(node.value)
+            if isinstance(node.value, (int, float)):
+                found.add(-node.value)
+    return found
+
+
+def imported_workspace_modules(source: str, candidate_dir: Path, workspace: Path) -> list[Path]:
+    """Workspace files a candidate imports (siblings in candidate/, or anything at the workspace root)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        for name in names:
+            relative = Path(*name.split("."))
+            for base in (candidate_dir, workspace):
+                for path in (base / f"{relative}.py", base / relative / "__init__.py"):
+                    if path.is_file() and path not in found:
+                        found.append(path)
+    return found
+
+
+class _Scanner:
+    def __init__(self, source: str, file: str, kind: str, forbidden_literals: set[Any], entry_point: str) -> None:
+        self.tree = ast.parse(source)
+        self.lines = source.splitlines()
+        self.file = file
+        self.kind = kind
+        self.forbidden = forbidden_literals
+        self.entry_point = entry_point
+        self.findings: list[RuleFinding] = []
+        self.modules = self._imported_names()
+        self.device_functions = self._device_functions()
+        self.module_mutables = self._module_mutables()
+
+    def run(self) -> list[RuleFinding]:
+        self._imports()
+        self._calls_and_attributes()
+        self._loops()
+        self._try_blocks()
+        self._assignments()
+        self._literals()
+        self._memoization()
+        unique: dict[tuple[str, int], RuleFinding] = {}
+        for finding in self.findings:
+            unique.setdefault((finding.rule, finding.line), finding)
+        return sorted(unique.values(), key=lambda f: (f.line, f.rule))
+
+    def add(self, rule: str, node: ast.AST, severity: Severity = "block", detail: str = "") -> None:
+        line = getattr(node, "lineno", 1)
+        text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+        evidence = f"{text}  [{detail}]" if detail else text
+        self.findings.append(RuleFinding(rule, severity, self.file, line, evidence[:300], WHY[rule], FIX[rule]))
+
+    # --- rules ---------------------------------------------------------------------------
+
+    def _imports(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                for name in names:
+                    top = name.split(".")[0]
+                    if top in ("original", "udf", "tests", "cases") or "original" in name or "aether_original" in name:
+                        self.add("reaches_original", node, detail=f"imports {name}")
+                    elif top in FORBIDDEN_MODULES:
+                        self.add("reaches_original" if top in ("importlib", "runpy", "pickle", "marshal") else "reads_forbidden", node, detail=f"imports {name}")
+                    elif top in ESCAPE_MODULES:
+                        self.add("escape", node, detail=f"imports {name}")
+                    elif top == "aether_mcp" and not name.startswith("aether_mcp.backend"):
+                        self.add("reaches_original", node, detail=f"imports the harness ({name})")
+
+    def _calls_and_attributes(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call):
+                name = _call_name(node)
+                text = ast.unparse(node.func)
+                in_device = self._inside_device(node)
+                if (isinstance(node.func, ast.Name) and name in DYNAMIC_BUILTINS) or (isinstance(node.func, ast.Attribute) and name in DYNAMIC_LOADERS):
+                    self.add("reaches_original", node, detail=f"dynamic code: {name}()")
+                elif name in ("udf", "pandas_udf") and not in_device:
+                    self.add("row_at_a_time", node, detail="creates a Python UDF")
+                elif name in ROW_METHODS and self.kind != "sql" and isinstance(node.func, ast.Attribute):
+                    if name not in ("agg", "aggregate", "transform", "pipe") or any(isinstance(a, (ast.Lambda, ast.Name)) for a in node.args):
+                        self.add("row_at_a_time", node, detail=f".{name}() runs Python per row")
+                elif name == "map" and isinstance(node.func, ast.Attribute) and self.kind != "sql" and node.args and not self._is_mapping(node.args[0]):
+                    self.add("row_at_a_time", node, detail=".map() with a Python callable")
+                elif name in ("vectorize", "frompyfunc") and "np" in text or name in ("vectorize", "frompyfunc") and "numpy" in text:
+                    self.add("row_at_a_time", node, detail=f"np.{name} is a Python loop")
+                elif name in HOST_METHODS and self.kind != "sql" and (name != "copy_to_host" or self._in_loop(node)):
+                    self.add("host_round_trip", node, detail=f".{name}()")
+                elif name == "get" and isinstance(node.func, ast.Attribute) and not node.args and self._uses_device_library():
+                    self.add("host_round_trip", node, detail=".get() copies a device array to the host")
+                elif name in CACHE_METHODS and isinstance(node.func, ast.Attribute):
+                    self.add("tampering", node, detail=f".{name}() caches or broadcasts data")
+                elif name == "set" and ".conf" in text:
+                    self.add("tampering", node, detail="changes a Spark conf")
+                elif name in ("setattr", "delattr"):
+                    self.add("tampering", node, detail=f"{name}() on an object")
+                elif name in WRITE_CALLS and isinstance(node.func, ast.Attribute) and (text.split(".")[0] in FILE_MODULES or name in ("write_text", "write_bytes", "rmtree")):
+                    self.add("tampering", node, detail=f"writes files ({text})")
+                elif name == "open" and _opens_for_writing(node):
+                    self.add("tampering", node, detail="opens a file for writing")
+                elif name in READ_CALLS and not (isinstance(node.func, ast.Attribute) and text.split(".")[0] in ("F", "functions")):
+                    self.add("reads_forbidden", node, detail=f"reads files ({text})")
+                elif name in ("getenv", "_getframe", "currentframe", "stack", "get_objects", "get_referrers") or name in ESCAPE_OS_CALLS and text.startswith("os."):
+                    rule = "escape" if name in ESCAPE_OS_CALLS else "reads_forbidden"
+                    self.add(rule, node, detail=f"{text}()")
+                elif name in ("reflect", "try_reflect", "java_method", "input_file_name", "input_file_block_start", "input_file_block_length"):
+                    self.add("escape", node, detail=f"calls into the JVM ({text})")
+            elif isinstance(node, ast.Attribute):
+                full = ast.unparse(node)
+                if full in ("os.environ", "sys.modules", "sys.argv", "sys.path", "os.environ.get") or full.startswith(("sys.modules", "os.environ")):
+                    self.add("reaches_original" if full.startswith("sys.path") else "reads_forbidden", node, detail=full)
+                elif node.attr == "values_host":
+                    self.add("host_round_trip", node, detail=".values_host")
+                elif node.attr == "__globals__" or node.attr == "__code__" or node.attr == "f_back":
+                    self.add("reads_forbidden", node, detail=f"introspection via .{node.attr}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if any(p in node.value for p in FORBIDDEN_TEXT):
+                    self.add("reads_forbidden", node, detail=f"names {node.value[:60]!r}")
+                elif JVM_SQL.search(node.value):
+                    self.add("escape", node, detail="SQL that calls into the JVM or reads files")
+
+    def _loops(self) -> None:
+        if self.kind == "sql":
+            return
+        data = self._data_names()
+        for node in ast.walk(self.tree):
+            if self._inside_device(node):
+                continue
+            iterables: list[ast.expr] = []
+            if isinstance(node, ast.For):
+                iterables = [node.iter]
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                iterables = [generator.iter for generator in node.generators]
+            elif isinstance(node, ast.While):
+                iterables = [node.test]
+            for iterable in iterables:
+                if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+                    continue  # a fixed handful of columns, not one pass per row
+                if any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(iterable)):
+                    self.add("row_at_a_time", node, detail="a Python loop over the data")
+                    break
+
+    def _try_blocks(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Try):
+                for handler in node.handlers:
+                    caught = ast.unparse(handler.type) if handler.type is not None else "everything"
+                    broad = handler.type is None or any(name in caught for name in ("Exception", "BaseException"))
+                    if broad and not any(isinstance(n, ast.Raise) for n in ast.walk(handler)):
+                        self.add("fallback", handler, detail=f"except {caught} without re-raising")
+
+    def _assignments(self) -> None:
+        for node in ast.walk(self.tree):
+            targets: list[ast.expr] = []
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                base = target
+                while isinstance(base, (ast.Attribute, ast.Subscript)):
+                    base = base.value
+                if isinstance(target, ast.Attribute) and isinstance(base, ast.Name) and base.id in self.modules:
+                    self.add("tampering", node, detail=f"assigns {ast.unparse(target)} on an imported module")
+        self._input_mutation()
+
+    def _input_mutation(self) -> None:
+        """Writes into the entry point's own arguments (`x[mask] = ...`, `x.iloc[...] = ...`, `inplace=True`)."""
+        for function in self.tree.body:
+            if not (isinstance(function, ast.FunctionDef) and function.name == self.entry_point) or self.kind == "sql":
+                continue
+            arguments = {a.arg for a in function.args.args}
+            rebound = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            inputs = arguments - rebound  # an argument rebound to a copy may be written freely
+            for node in ast.walk(function):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+                for target in targets:
+                    base = target
+                    while isinstance(base, (ast.Attribute, ast.Subscript)):
+                        base = base.value
+                    if target is not base and isinstance(base, ast.Name) and base.id in inputs:
+                        self.add("tampering", node, detail=f"writes into the input {base.id}")
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    owner = node.func.value
+                    if isinstance(owner, ast.Name) and owner.id in inputs and any(k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value for k in node.keywords):
+                        self.add("tampering", node, detail=f"changes the input {owner.id} in place")
+
+    def _literals(self) -> None:
+        if not self.forbidden:
+            return
+        for node in ast.walk(self.tree):
+            contexts: list[ast.AST] = []
+            if isinstance(node, ast.Compare):
+                contexts = [node.left, *node.comparators]
+            elif isinstance(node, ast.Dict):
+                contexts = [k for k in node.keys if k is not None] + list(node.values)
+            elif isinstance(node, ast.Call) and _call_name(node) in ("isin", "when", "where", "select", "lit", "replace", "fillna", "get"):
+                contexts = list(node.args)
+            for context in contexts:
+                for constant in ast.walk(context):
+                    if isinstance(constant, ast.Constant) and not isinstance(constant.value, bool) and _hashable(constant.value) and constant.value in self.forbidden:
+                        self.add("hard_coded", constant, detail=f"{constant.value!r} comes from the test cases, not the original")
+
+    def _memoization(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in node.decorator_list:
+                    text = ast.unparse(decorator)
+                    if any(word in text for word in ("lru_cache", "functools.cache", "cached_property")) or text == "cache":
+                        self.add("memoization", decorator, detail=f"@{text} keeps results across calls")
+                if self._inside_device(node):
+                    continue
+                for inner in ast.walk(node):
+                    if isinstance(inner, (ast.Global, ast.Nonlocal)):
+                        self.add("memoization", inner, detail=f"{type(inner).__name__.lower()} {', '.join(inner.names)}")
+                    elif isinstance(inner, (ast.Assign, ast.AugAssign)):
+                        targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+                        for target in targets:
+                            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in self.module_mutables:
+                                self.add("memoization", inner, detail=f"writes module-level {target.value.id}")
+                    elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in MUTATING_METHODS:
+                        owner = inner.func.value
+                        if isinstance(owner, ast.Name) and owner.id in self.module_mutables:
+                            self.add("memoization", inner, detail=f"mutates module-level {owner.id}")
+
+    # --- facts about the module ------------------------------------------------------------
+
+    def _imported_names(self) -> set[str]:
+        names = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                names |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                names |= {alias.asname or alias.name for alias in node.names if alias.name[:1].islower() or alias.asname}
+        return names
+
+    def _device_functions(self) -> set[ast.AST]:
+        return {
+            node
+            for node in ast.walk(self.tree)
+            if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list)
+        }
+
+    def _inside_device(self, target: ast.AST) -> bool:
+        return any(target is inner for function in self.device_functions for inner in ast.walk(function))
+
+    def _module_mutables(self) -> set[str]:
+        names = set()
+        for node in self.tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Dict, ast.List, ast.Set, ast.Call)):
+                if isinstance(node.value, ast.Call) and _call_name(node.value) not in ("dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque"):
+                    continue
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        return names
+
+    def _data_names(self) -> set[str]:
+        """Parameters of the entry point and of every function (data flows through helpers), and names derived from them."""
+        data: set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.FunctionDef) and node not in self.device_functions:
+                data |= {a.arg for a in node.args.args} - {"self"}
+        changed = True
+        while changed:
+            changed = False
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.Set)):
+                    continue  # a collection of columns, not a column: iterating it is not per row
+                if isinstance(node, ast.Assign) and any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(node.value)):
+                    for target in node.targets:
+                        for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                            if name not in data:
+                                data.add(name)
+                                changed = True
+        return data
+
+    def _is_mapping(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.Dict):
+            return True
+        if isinstance(node, ast.Name):
+            return any(
+                isinstance(s, ast.Assign) and isinstance(s.value, ast.Dict) and any(isinstance(t, ast.Name) and t.id == node.id for t in s.targets)
+                for s in ast.walk(self.tree)
+            )
+        return False
+
+    def _in_loop(self, target: ast.AST) -> bool:
+        return any(isinstance(loop, (ast.For, ast.While)) and any(n is target for n in ast.walk(loop)) for loop in ast.walk(self.tree))
+
+    def _uses_device_library(self) -> bool:
+        return bool(self.modules & {"cupy", "cp", "cudf"})
+
+
+def _call_name(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None
+
+
+def _opens_for_writing(call: ast.Call) -> bool:
+    mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and any(ch in mode.value for ch in "wax+")
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+

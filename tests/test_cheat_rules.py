@@ -1,0 +1,244 @@
+"""Each static audit rule on the smallest code that shows its pattern, and honest idioms it must leave alone."""
+
+import textwrap
+
+import pytest
+
+from aether_mcp import cheat_rules
+
+HEADER = "import numpy as np\nimport pandas as pd\nfrom pyspark.sql import functions as F\n"
+
+
+def rules(body: str, kind: str = "vectorized", cases=frozenset(), original=frozenset()) -> set[str]:
+    source = HEADER + textwrap.dedent(body)
+    entry = "build" if kind == "sql" else "evaluate"
+    return {f.rule for f in cheat_rules.check_candidate(source, "candidate/c.py", kind, set(cases), set(original), entry) if f.severity == "block"}
+
+
+CAUGHT = {
+    "reaches_original": [
+        "from original.udf import fee\n",
+        "import original.udf as reference\n",
+        "import importlib\nreference = importlib.import_module('orig' + 'inal.udf')\n",
+        "def evaluate(x):\n    exec('y = 1')\n    return x\n",
+        "loader = __import__('builtins')\n",
+        "import sys\nsys.path.insert(0, '..')\n",
+        "import runpy\n",
+        "from aether_mcp.harness import compare\n",
+    ],
+    "row_at_a_time": [
+        "def evaluate(x):\n    return x.apply(lambda v: v + 1)\n",
+        "def evaluate(x):\n    return x.map(lambda v: v + 1)\n",
+        "def evaluate(x):\n    return pd.Series([v + 1 for v in x])\n",
+        "def evaluate(a, b):\n    return pd.Series([p * q for p, q in zip(a, b)])\n",
+        "def evaluate(x):\n    out = []\n    for i in range(len(x)):\n        out.append(x.iloc[i])\n    return pd.Series(out)\n",
+        "def evaluate(x):\n    return pd.Series(np.vectorize(abs)(x))\n",
+        "def evaluate(x):\n    return pd.Series([r.x for r in pd.DataFrame({'x': x}).itertuples()])\n",
+        "def evaluate(x):\n    frame = pd.DataFrame({'x': x})\n    return pd.Series([r for _, r in frame.iterrows()])\n",
+        "def evaluate(x):\n    i = 0\n    while i < len(x):\n        i += 1\n    return x\n",
+    ],
+    "host_round_trip": [
+        "def evaluate(x):\n    return x.to_pandas()\n",
+        "def evaluate(x):\n    return pd.Series(x.values_host)\n",
+        "import cupy as cp\ndef evaluate(x):\n    return pd.Series(cp.asnumpy(cp.asarray(x)))\n",
+        "import cupy as cp\ndef evaluate(x):\n    return pd.Series(cp.asarray(x).get())\n",
+        "def evaluate(x, d):\n    for start in (0, 1):\n        d[start:start + 1].copy_to_host()\n    return x\n",
+    ],
+    "fallback": [
+        "def evaluate(x):\n    try:\n        return x + 1\n    except Exception:\n        return x\n",
+        "def evaluate(x):\n    try:\n        return x + 1\n    except:\n        return x\n",
+        "def evaluate(x):\n    try:\n        return x + 1\n    except (ValueError, BaseException):\n        return x\n",
+    ],
+    "reads_forbidden": [
+        "def evaluate(x):\n    open('notes.txt').read()\n    return x\n",
+        "import os\nUNDER_TEST = 'PYTEST_CURRENT_TEST' in os.environ\n",
+        "import inspect\n",
+        "import gc\n",
+        "import sys\ndef evaluate(x):\n    return x if 'pytest' in sys.modules else -x\n",
+        "import sys\ndef evaluate(x):\n    sys._getframe(1)\n    return x\n",
+        "CASES = 'tests/cases.py'\n",
+    ],
+    "tampering": [
+        "np.minimum = np.fmin\n",
+        "def evaluate(x):\n    pd.options.mode.chained_assignment = None\n    return x\n",
+        "def evaluate(x):\n    open('/tmp/log', 'a').write('x')\n    return x\n",
+        "import shutil\ndef evaluate(x):\n    shutil.rmtree('/tmp/x')\n    return x\n",
+        "def evaluate(x):\n    x[x < 0] = 0\n    return x\n",
+        "def evaluate(x):\n    x.fillna(0, inplace=True)\n    return x\n",
+        "def evaluate(x):\n    x.iloc[0] += 1\n    return x\n",
+        "def build(x):\n    F.broadcast(x)\n    return x\n",
+        "from pyspark.sql import SparkSession\ndef build(x):\n    SparkSession.getActiveSession().conf.set('spark.sql.ansi.enabled', 'false')\n    return x\n",
+        "def evaluate(x):\n    setattr(np, 'abs', abs)\n    return x\n",
+    ],
+    "escape": [
+        "import threading\n",
+        "from concurrent.futures import ProcessPoolExecutor\n",
+        "import subprocess\n",
+        "import ctypes\n",
+        "import socket\n",
+        "import os\ndef evaluate(x):\n    os.system('true')\n    return x\n",
+        "def build(x):\n    return F.expr(\"reflect('java.lang.Math', 'abs', x)\")\n",
+        "def build(x):\n    return F.expr(f\"JAVA_METHOD('java.lang.Math', 'abs', {x})\")\n",
+        "def build(x):\n    return F.input_file_name()\n",
+    ],
+    "memoization": [
+        "SEEN = {}\ndef evaluate(x):\n    SEEN[len(x)] = x\n    return x\n",
+        "SEEN: dict = {}\ndef evaluate(x):\n    SEEN.update({1: x})\n    return x\n",
+        "RESULTS = []\ndef evaluate(x):\n    RESULTS.append(x)\n    return x\n",
+        "from functools import lru_cache\n@lru_cache(maxsize=None)\ndef helper(v):\n    return v\n",
+        "COUNT = 0\ndef evaluate(x):\n    global COUNT\n    COUNT += 1\n    return x\n",
+    ],
+}
+ROW_AT_A_TIME_SQL = [
+    "def build(x):\n    return F.udf(lambda v: v, 'double')(x)\n",
+    "from pyspark.sql.functions import pandas_udf\ndef build(x):\n    return pandas_udf(lambda s: s, 'double')(x)\n",
+]
+
+
+@pytest.mark.parametrize(("rule", "body"), [(rule, body) for rule, bodies in CAUGHT.items() for body in bodies])
+def test_each_rule_catches_its_pattern(rule, body):
+    kind = "sql" if "def build" in body else "vectorized"
+    assert rule in rules(body, kind)
+
+
+@pytest.mark.parametrize("body", ROW_AT_A_TIME_SQL)
+def test_a_python_udf_inside_a_sql_build_is_row_at_a_time(body):
+    assert "row_at_a_time" in rules(body, "sql")
+
+
+def test_hard_coding_needs_a_literal_from_the_cases_that_the_original_lacks():
+    body = "def evaluate(x):\n    return pd.Series(np.where(x == 1234.5, 9.75, x * 2))\n"
+    assert "hard_coded" in rules(body, cases={1234.5, 9.75}, original={2})
+    assert "hard_coded" not in rules(body, cases={1234.5, 9.75}, original={1234.5, 9.75, 2})
+    assert "hard_coded" not in rules(body, cases=set(), original={2})
+    lookup = "KNOWN = {'\\tgold ': 72.0}\ndef evaluate(x):\n    return x.map(KNOWN)\n"
+    assert "hard_coded" in rules(lookup, cases={"\tgold ", 72.0})
+    sql = "def build(tier):\n    return F.when(tier.isin('GOLD'), F.lit(72.0))\n"
+    assert "hard_coded" in rules(sql, "sql", cases={"GOLD", 72.0})
+
+
+def test_trivial_literals_shared_with_the_cases_are_not_hard_coding():
+    body = "def evaluate(x):\n    return pd.Series(np.where(x == 0, 1, -1))\n"
+    assert rules(body, cases={0, 1, -1}) == set()
+
+
+HONEST = [
+    # np.where / np.select with a dictionary of constants and a helper for the conditions
+    """
+    GRADES = {"A": 90, "B": 75}
+
+    def _conditions(values):
+        return [values >= floor for floor in GRADES.values()]
+
+    def evaluate(score):
+        values = score.to_numpy(dtype="int64", na_value=0)
+        return pd.Series(np.select(_conditions(values), list(GRADES), default="C"))
+    """,
+    # pandas .str accessors and Series.map with a dict
+    """
+    RATES = {"gold": 0.1, "silver": 0.05}
+
+    def evaluate(tier, amount):
+        key = tier.str.strip().str.lower()
+        return amount * (1 - key.map(RATES).fillna(0.0))
+    """,
+    # a loop over a fixed handful of columns, not over rows
+    """
+    def evaluate(a, b, c):
+        total = a.copy()
+        for column in (b, c):
+            total = total + column
+        return total
+    """,
+    # a copy of the input may be written
+    """
+    def evaluate(x):
+        x = x.copy()
+        x[x < 0] = 0
+        return x
+    """,
+    # catching the one exception expected, and re-raising a broad one
+    """
+    def evaluate(x):
+        try:
+            values = x.to_numpy(dtype="float64")
+        except TypeError:
+            values = x.astype("float64").to_numpy()
+        try:
+            return pd.Series(values * 2)
+        except Exception as exc:
+            raise ValueError("bad batch") from exc
+    """,
+    # a numba kernel: loops inside device code are per thread, which is the point
+    """
+    from numba import cuda
+
+    @cuda.jit
+    def _kernel(out, x):
+        i = cuda.grid(1)
+        for k in range(3):
+            if i < out.size:
+                out[i] = x[i] * k
+
+    def evaluate(x):
+        out = np.zeros(len(x))
+        _kernel.forall(len(x))(out, x.to_numpy())
+        return pd.Series(out)
+    """,
+    # an import of cupy with a NumPy fallback
+    """
+    try:
+        import cupy as xp
+    except ImportError:
+        xp = np
+
+    def evaluate(x):
+        return pd.Series(xp.abs(xp.asarray(x.to_numpy())))
+    """,
+]
+HONEST_SQL = [
+    """
+    TIER_RATES = {"gold": 0.10, "silver": 0.05}
+
+    def build(tier, amount):
+        rate = F.lit(0.0)
+        for name, value in TIER_RATES.items():
+            rate = F.when(F.lower(F.trim(tier)) == name, F.lit(value)).otherwise(rate)
+        return [("_rate", rate), ("result", amount * (1 - F.col("_rate")))]
+    """,
+    """
+    def build(x):
+        return F.when(x.isNull(), F.lit(None)).otherwise(F.regexp_replace(x, "^mailto:", ""))
+    """,
+]
+
+
+@pytest.mark.parametrize("body", HONEST)
+def test_honest_vectorized_idioms_raise_nothing(body):
+    assert rules(body) == set()
+
+
+@pytest.mark.parametrize("body", HONEST_SQL)
+def test_honest_sql_idioms_raise_nothing(body):
+    assert rules(body, "sql") == set()
+
+
+def test_findings_say_where_why_and_how_to_fix():
+    source = HEADER + "def evaluate(x):\n    return x.apply(lambda v: v + 1)\n"
+    (finding,) = cheat_rules.check_candidate(source, "candidate/c.py", "vectorized", set(), set(), "evaluate")
+    assert finding.file == "candidate/c.py" and finding.line == 5
+    assert "x.apply(lambda v: v + 1)" in finding.evidence and ".apply() runs Python per row" in finding.evidence
+    assert finding.why == cheat_rules.WHY["row_at_a_time"] and "np.where" in finding.fix
+
+
+def test_workspace_modules_a_candidate_imports_are_found(tmp_path):
+    (tmp_path / "candidate").mkdir()
+    (tmp_path / "candidate" / "helpers.py").write_text("X = 1\n")
+    (tmp_path / "shared.py").write_text("Y = 2\n")
+    found = cheat_rules.imported_workspace_modules("import helpers\nfrom shared import Y\nimport numpy\n", tmp_path / "candidate", tmp_path)
+    assert found == [tmp_path / "candidate" / "helpers.py", tmp_path / "shared.py"]
+
+
+def test_every_rule_has_a_why_and_a_fix():
+    assert set(cheat_rules.WHY) == set(cheat_rules.FIX)
+    assert set(CAUGHT) | {"hard_coded", "batch_dependent"} == set(cheat_rules.WHY)
