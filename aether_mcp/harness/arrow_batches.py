@@ -14,6 +14,7 @@ NaN, None and pd.NA are null.
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 from typing import Any, Callable, Iterator
@@ -25,6 +26,7 @@ import pyarrow as pa
 ROW_ID = "__aether_row_id"
 OUTPUT = "__aether_output"
 ERROR = "__aether_error"
+AUDIT = "__aether_audit"
 IMPORT_FAILURE = "AETHER_CANDIDATE_IMPORT_FAILED"
 
 _LOADED: dict[str, types.ModuleType] = {}
@@ -58,19 +60,71 @@ def candidate_module(source: str, digest: str, filename: str) -> types.ModuleTyp
     return module
 
 
-def make_mapper(source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def make_mapper(
+    source: str,
+    digest: str,
+    filename: str,
+    entry_point: str,
+    return_type: pa.DataType,
+    audit_workspace: str | None = None,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A mapInArrow function: (row id, args...) batches in, (row id, output, error) batches out.
 
     A batch on which the candidate raises is split in this process until each failure is one
-    row, so one bad row costs no failed Spark job; its error column says what was raised.
+    row, so one bad row costs no failed Spark job; its error column says what was raised. With
+    `audit_workspace`, the candidate is loaded and run under a watch (see candidate_audit) and each
+    batch carries a report in an extra column.
     """
 
     def mapper(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        evaluate = getattr(candidate_module(source, digest, filename), entry_point)
+        load_events: list[str] = []
+        if audit_workspace is None:
+            module = candidate_module(source, digest, filename)
+        else:
+            from aether_mcp.harness import candidate_audit
+
+            candidate_audit.install(audit_workspace)
+            with candidate_audit.Watch(filename) as loading:
+                module = candidate_module(source, digest + ":audit", filename)
+            load_events = loading.events
+        evaluate = getattr(module, entry_point)
         for batch in batches:
+            if batch.num_rows == 0:
+                continue
             series = [column_to_series(batch.column(i)) for i in range(1, batch.num_columns)]
-            outputs, errors = _evaluate_isolating(evaluate, series, return_type, 0, batch.num_rows)
-            yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors], names=[ROW_ID, OUTPUT, ERROR])
+            if audit_workspace is None:
+                outputs, errors = _evaluate_isolating(evaluate, series, return_type, 0, batch.num_rows)
+                yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors], names=[ROW_ID, OUTPUT, ERROR])
+                continue
+            before = candidate_audit.checksum(series)
+            kernels = candidate_audit.kernel_code(module)
+            with candidate_audit.Watch(filename, kernels) as watch:
+                outputs, errors = _evaluate_isolating(evaluate, series, return_type, 0, batch.num_rows)
+            events = load_events + watch.events
+            counted, rows = watch, batch.num_rows
+            if errors.null_count < batch.num_rows:
+                # Rows that raise were isolated by bisection, which calls the candidate many times;
+                # Python work per row is counted on one call over the rows that succeed.
+                ok = errors.is_null().to_numpy(zero_copy_only=False)
+                clean = [s[ok].reset_index(drop=True) for s in series]
+                with candidate_audit.Watch(filename, kernels) as counted:
+                    try:
+                        evaluate(*clean)
+                    except Exception:
+                        pass  # the outputs above stand; this run only counts calls
+                events += counted.events
+                rows = int(ok.sum())
+            report = {
+                "rows": rows,
+                "calls": counted.calls,
+                "events": events,
+                "inputs_changed": candidate_audit.checksum(series) != before,
+                "threads_left": watch.threads_left,
+                "children_left": watch.children_left,
+            }
+            load_events = []
+            audit = pa.array([json.dumps(report)] + [None] * (batch.num_rows - 1), pa.string())
+            yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors, audit], names=[ROW_ID, OUTPUT, ERROR, AUDIT])
 
     return mapper
 

@@ -60,6 +60,8 @@ class SparkWorker:
             return self.evaluate(message)
         if op == "capture" and self.role == "reference":
             return self.capture(message)
+        if op == "audit" and self.role == "candidate":
+            return self.audit(message)
         return {"ok": False, "error_kind": "refused", "message": f"unknown request {op!r}"}
 
     def evaluate(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -127,6 +129,25 @@ class SparkWorker:
             except Exception as exc:  # Spark could not deliver these rows to a Python UDF at all
                 return {"ok": False, "error_kind": "target", "message": f"{exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
         return {"ok": True, "captured": captured}
+
+    def audit(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The candidate run under watch (see target_evaluation.audit_target)."""
+        from aether_mcp.harness.target_evaluation import TargetError, audit_target
+
+        target = str(message.get("target", ""))
+        if not target.startswith("candidate:"):
+            return {"ok": False, "error_kind": "refused", "message": "only candidates are audited"}
+        prepared = self._prepare(message)
+        if isinstance(prepared, dict):
+            return prepared
+        workspace, small = prepared
+        large = value_codec.decode(message.get("rows_large", []))
+        with self.session_lock:
+            try:
+                report = audit_target(self.spark, workspace.path, workspace.config, target, small, large)
+            except TargetError as exc:
+                return {"ok": False, "error_kind": "target", "message": str(exc), "restart": True}
+        return {"ok": True, "report": value_codec.encode(report)}
 
     def _prepare(self, message: dict[str, Any]):
         """(workspace, rows) of a request once Spark is ready, or the error reply to send instead."""

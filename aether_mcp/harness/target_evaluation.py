@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import re
 import sys
 from dataclasses import dataclass, field
@@ -82,10 +83,11 @@ class LoadedTarget:
     source_digest: str
     probe: Callable[[DataFrame, list[Column]], DataFrame] | None = field(default=None)
     output: tuple[str, bool] | None = field(default=None)  # (type, nullable), once analysed
+    conf_changes: list[str] = field(default_factory=list)  # Spark confs a sql build changed (restored since)
 
 
-def load_target(workspace: Path, config: WorkspaceConfig, target: str) -> LoadedTarget:
-    """Prepare the original or a candidate of the workspace for evaluation."""
+def load_target(workspace: Path, config: WorkspaceConfig, target: str, fresh: bool = False) -> LoadedTarget:
+    """Prepare the original or a candidate of the workspace for evaluation (`fresh`: import it anew)."""
     return_type = parse_type(config.udf.return_type)
     if target == "original":
         return _load_original(workspace, config, return_type)
@@ -101,16 +103,19 @@ def load_target(workspace: Path, config: WorkspaceConfig, target: str) -> Loaded
     except BadCandidate as exc:
         raise TargetError(str(exc)) from None
     if kind == "sql":
-        module = _import_candidate(path, name)
+        module = _import_candidate(path, name, fresh)
         build = getattr(module, "build", None)
         if not callable(build):
             raise TargetError(f"candidate/{name}.py has TARGET = 'sql' but no build(*cols) function")
+        confs = _spark_confs()
         try:
             built = build(*_argument_columns(config))
         except Exception as exc:  # the candidate's own code failed
             raise TargetError(f"{target}: build(*cols) raised {exc.__class__.__name__}: {_first_line(exc)}", in_driver=True) from exc
+        finally:
+            changed = _restore_confs(confs)  # a build must not change the session other runs share
         # Columns refer to the arguments by name, so one build serves every frame.
-        return LoadedTarget(target, "sql", lambda frame, cols: _apply_build(frame, built, target), digest)
+        return LoadedTarget(target, "sql", lambda frame, cols: _apply_build(frame, built, target), digest, conf_changes=changed)
     if not defines_function(source, "evaluate"):
         raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
     mapper = arrow_batches.make_mapper(source, digest, str(path), "evaluate", to_arrow_type(return_type))
@@ -162,6 +167,101 @@ def capture_inputs(spark: SparkSession, config: WorkspaceConfig, rows: list[list
     for row in collected:
         captured[row[ROW_ID]] = row[OUTPUT]
     return captured
+
+
+TINY_BATCH_ROWS = 200  # rows run again one per batch, to catch results that depend on the batch
+PYTHON_PLAN_NODES = (
+    "BatchEvalPython", "ArrowEvalPython", "MapInPandas", "MapInArrow", "PythonMapInArrow", "FlatMapGroupsInPandas",
+    "FlatMapCoGroupsInPandas", "AggregateInPandas", "WindowInPandas", "PythonUDTF", "EvalPythonUDTF", "PythonUDF",
+)
+
+# Expressions that call arbitrary JVM methods or read files, as they print in an executed plan.
+JVM_PLAN_CALLS = re.compile(r"\b(?:try_reflect|reflect|java_method|input_file_name|input_file_block_start|read_files)\(", re.IGNORECASE)
+
+
+def audit_target(spark: SparkSession, workspace: Path, config: WorkspaceConfig, target: str, small: list[list[Any]], large: list[list[Any]]) -> dict[str, Any]:
+    """Run a candidate under watch: what it does while it loads and runs, and what the plan holds.
+
+    sql: the build runs watched in this process and the executed plan is searched for Python
+    nodes. vectorized/kernel: the candidate runs watched in Spark's Python workers on `small`
+    rows and `large` rows in one batch each, and on `small` rows in one-row batches.
+    """
+    from aether_mcp.harness import candidate_audit
+
+    name = target.removeprefix("candidate:")
+    path = workspace / CANDIDATE_DIR / f"{name}.py"
+    source = path.read_text(encoding="utf-8")
+    try:
+        kind = declared_target(source, name)
+    except BadCandidate as exc:
+        raise TargetError(str(exc)) from None
+    schema = argument_schema(config)
+    if kind == "sql":
+        candidate_audit.install(str(workspace))
+        with candidate_audit.Watch(str(path)) as watch:
+            loaded = load_target(workspace, config, target, fresh=True)
+        frame = loaded.apply(spark.createDataFrame([], schema), _argument_columns(config))
+        plan = frame._jdf.queryExecution().executedPlan().toString()
+        return {
+            "kind": kind,
+            "events": watch.events,
+            "plan_python_nodes": [node for node in PYTHON_PLAN_NODES if node in plan],
+            "plan_jvm_calls": sorted(set(JVM_PLAN_CALLS.findall(plan))),
+            "conf_changes": loaded.conf_changes,
+            "threads_left": watch.threads_left,
+            "children_left": watch.children_left,
+        }
+    if not defines_function(source, "evaluate"):
+        raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
+    return_type = parse_type(config.udf.return_type)
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    mapper = arrow_batches.make_mapper(source, digest, str(path), "evaluate", to_arrow_type(return_type), audit_workspace=str(workspace))
+    out_schema = T.StructType(
+        [
+            T.StructField(ROW_ID, T.LongType(), False),
+            T.StructField(OUTPUT, return_type, True),
+            T.StructField(ERROR, T.StringType(), True),
+            T.StructField(arrow_batches.AUDIT, T.StringType(), True),
+        ]
+    )
+    runs = {}
+    tiny = small[:TINY_BATCH_ROWS]
+    for label, rows, batch_rows in (("small", small, len(small) + 1), ("large", large, len(large) + 1), ("tiny", tiny, 1)):
+        coerce = _RowCoercer(schema, verify=False)
+        prepared = [coerce(index, row) for index, row in enumerate(rows)]
+        frame = (_arrow_frame(spark, schema, prepared) or spark.createDataFrame(prepared, schema, verifySchema=False)).coalesce(1)
+        previous = spark.conf.get(ARROW_BATCH_CONF)
+        spark.conf.set(ARROW_BATCH_CONF, str(batch_rows))
+        try:
+            collected = frame.select(F.col(ROW_ID), *_argument_columns(config)).mapInArrow(mapper, out_schema).collect()
+        except Exception as exc:
+            if _is_import_failure(exc):
+                raise TargetError(f"{target} failed to load: {_import_failure_message(exc)}") from None
+            raise
+        finally:
+            spark.conf.set(ARROW_BATCH_CONF, previous)
+        outputs: list[Any] = [None] * len(prepared)
+        reports = []
+        for row in collected:
+            error = row[ERROR]
+            outputs[row[ROW_ID]] = row[OUTPUT] if error is None else Raised(*(error.partition(": ")[::2]))
+            if row[arrow_batches.AUDIT]:
+                reports.append(json.loads(row[arrow_batches.AUDIT]))
+        runs[label] = {"outputs": outputs, "reports": reports}
+    reports = [r for run in runs.values() for r in run["reports"]]
+    return {
+        "kind": kind,
+        "events": sorted({event for r in reports for event in r["events"]}),
+        "calls_small": sum(r["calls"] for r in runs["small"]["reports"]),
+        "calls_large": sum(r["calls"] for r in runs["large"]["reports"]),
+        "rows_small": sum(r["rows"] for r in runs["small"]["reports"]),
+        "rows_large": sum(r["rows"] for r in runs["large"]["reports"]),
+        "inputs_changed": any(r["inputs_changed"] for r in reports),
+        "threads_left": max([r["threads_left"] for r in reports] or [0]),
+        "children_left": max([r["children_left"] for r in reports] or [0]),
+        "outputs_one_batch": runs["small"]["outputs"][: len(tiny)],
+        "outputs_tiny_batches": runs["tiny"]["outputs"],
+    }
 
 
 def argument_schema(config: WorkspaceConfig) -> T.StructType:
@@ -358,9 +458,29 @@ def _argument_columns(config: WorkspaceConfig) -> list[Column]:
     return [F.col(f"`{arg.name}`") for arg in config.udf.args]
 
 
-def _import_candidate(path: Path, name: str) -> ModuleType:
+def _spark_confs() -> dict[str, str]:
+    spark = SparkSession.getActiveSession()
+    return dict(spark.conf.getAll) if spark is not None else {}
+
+
+def _restore_confs(before: dict[str, str]) -> list[str]:
+    """Put the session's runtime confs back as they were; the names of those that had changed."""
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        return []
+    after = dict(spark.conf.getAll)
+    changed = sorted(key for key in set(before) | set(after) if before.get(key) != after.get(key))
+    for key in changed:
+        if key in before:
+            spark.conf.set(key, before[key])
+        else:
+            spark.conf.unset(key)
+    return changed
+
+
+def _import_candidate(path: Path, name: str, fresh: bool = False) -> ModuleType:
     try:
-        return _load_module(path, f"aether_candidate_{name}")
+        return _load_module(path, f"aether_candidate_{name}" + (f"_audit{len(sys.modules)}" if fresh else ""))
     except Exception as exc:  # the candidate is untrusted code: any failure is its own
         raise TargetError(f"candidate/{name}.py failed to import: {exc.__class__.__name__}: {exc}", in_driver=True) from exc
 

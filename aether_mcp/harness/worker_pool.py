@@ -28,6 +28,11 @@ from aether_mcp.workspace import SparkConfig, Workspace, state_home
 ROLES = ("reference", "candidate")
 
 
+def has_gpu() -> bool:
+    """Whether an NVIDIA device is visible to this machine."""
+    return any(Path("/dev").glob("nvidia[0-9]*"))
+
+
 class EvaluationFailed(Exception):
     """A worker could not evaluate the target: `kind` is target, rows, refused, spark, timeout or internal."""
 
@@ -111,24 +116,36 @@ class WorkerPool:
             message["max_isolated"] = max_isolated
         if typed:
             message["typed"] = True
+        reply = self._request(handle, role, message, f"evaluating {target}", timeout_s, cancel)
+        return Evaluation(value_codec.decode(reply["outputs"]), str(reply["output_type"]), bool(reply.get("output_nullable", True)))
+
+    def audit(self, workspace: Workspace, target: str, small: list, large: list, *, timeout_s: float = 600.0, cancel: threading.Event | None = None) -> dict:
+        """The candidate run under watch in the candidate worker (the watch stays installed but idle)."""
+        handle = self.get("candidate", workspace.config.spark)
+        message = {"op": "audit", "workspace": str(workspace.path), "target": target, "rows": value_codec.encode(small), "rows_large": value_codec.encode(large)}
+        reply = self._request(handle, "candidate", message, f"auditing {target}", timeout_s, cancel)
+        return value_codec.decode(reply["report"])
+
+    def _request(self, handle: WorkerHandle, role: str, message: dict, what: str, timeout_s: float, cancel: threading.Event | None) -> dict:
+        """One request to a worker; a worker that times out, dies or is cancelled is replaced."""
         try:
             reply = request(handle.socket_path, message, timeout_s=timeout_s, cancel=cancel)
         except RequestCancelled:
             self.discard(handle)
-            raise EvaluationFailed("cancelled", f"evaluating {target} was cancelled; its Spark worker was stopped") from None
+            raise EvaluationFailed("cancelled", f"{what} was cancelled; its Spark worker was stopped") from None
         except WorkerUnavailable as exc:
             self.discard(handle)
             timed_out = "timed out" in str(exc) or "timeout" in str(exc)
             kind = "timeout" if timed_out else "internal"
             reason = f"did not finish within {timeout_s:.0f}s" if timed_out else f"lost its Spark worker ({exc})"
-            raise EvaluationFailed(kind, f"evaluating {target} {reason}; the worker was stopped and the next call starts a fresh one") from None
+            raise EvaluationFailed(kind, f"{what} {reason}; the worker was stopped and the next call starts a fresh one") from None
         if not reply.get("ok"):
             kind = str(reply.get("error_kind", "internal"))
             if role == "candidate" and (reply.get("restart") or kind == "internal"):
                 # Candidate code failed inside the worker's own process: it may have left state behind.
                 self.discard(handle)
             raise EvaluationFailed(kind, str(reply.get("message")))
-        return Evaluation(value_codec.decode(reply["outputs"]), str(reply["output_type"]), bool(reply.get("output_nullable", True)))
+        return reply
 
     def capture(self, workspace: Workspace, rows: list, *, timeout_s: float = 600.0) -> list:
         """The original's arguments for `rows` as Spark delivers them (decoded)."""
@@ -184,6 +201,8 @@ class WorkerPool:
             # Python-side datetime conversions use the process's zone: make it the session's.
             "TZ": spark.conf.get("spark.sql.session.timeZone", "UTC"),
         }
+        if not has_gpu():
+            env["NUMBA_ENABLE_CUDASIM"] = "1"  # kernel candidates run, slowly and for correctness only, on CPU
         process = subprocess_runner.start(argv, cwd=self.directory, log_path=log_path, env_extra=env)
         handle = WorkerHandle(role, key, socket_path, log_path, process, time.monotonic())
         deadline = time.monotonic() + self.start_timeout_s
