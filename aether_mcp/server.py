@@ -21,13 +21,15 @@ from pydantic import Field
 from aether_mcp import __version__
 from aether_mcp.harness.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.tools import byte_compare, case_recording, files, freezing, snapshots, spec_strength, test_audit, test_runs, workspaces
+from aether_mcp.tools import byte_compare, case_recording, cheat_audit, deviation_records, files, freezing, snapshots, spec_strength, test_audit, test_runs, workspaces
 
 INSTRUCTIONS = """\
 aether-mcp converts one PySpark Python UDF at a time into a faster equivalent and proves the two
 equal as Spark runs them. Loop: init_workspace(source, udf) -> write tests/cases.py ->
 run_tests(workspace, "original") until the tests pin the original -> write candidate/<name>.py ->
-run_tests(workspace, "candidate:<name>"). snapshot/revert/diff keep work safe; workspace_status
+run_tests(workspace, "candidate:<name>") -> byte_compare -> audit_candidate (PASS needs no cheat
+finding and a fresh equal comparison). A difference you cannot remove is declared with
+record_deviation, never hidden. snapshot/revert/diff keep work safe; workspace_status
 says where a workspace stands. Only files inside the server root can be used."""
 
 T = TypeVar("T")
@@ -323,6 +325,65 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         hidden_rows: Annotated[int, Field(description="how many hidden rows to generate, 0..200000")] = 20_000,
     ) -> byte_compare.ByteCompareResult:
         return await _in_thread(ctx, partial(byte_compare.byte_compare, sandbox, pool, workspace, candidate, hidden_rows))
+
+    @server.tool(
+        name="audit_candidate",
+        title="Audit a candidate for cheats, with a fresh comparison",
+        annotations=_annotations(read_only=False, idempotent=False),
+        description=(
+            "Constraints: `candidate` names candidate/<name>.py; the workspace must be intact and its tests, if "
+            "frozen, as recorded. A deterministic judge, all code: static rules over the candidate and the workspace "
+            "modules it imports (reaching the original, row-at-a-time work, host round trips, fallbacks, hard-coded "
+            "test data, forbidden reads, tampering, threads/processes/JVM calls, memoization), watched runs in the "
+            "candidate worker (a tripwire original, Python steps in the candidate's code on 1,000 vs 20,000 rows, the executed plan of sql "
+            "targets, inputs unchanged, one batch vs one-row batches, nothing left running) and a fresh byte_compare "
+            "on new hidden rows. Returns `verdict` PASS or FAIL with `reasons`, `findings` (rule, severity, file, "
+            "line, evidence, why, fix) and the comparison summary. Reports progress; cancelling stops it."
+        ),
+    )
+    async def audit_candidate(
+        workspace: WorkspaceArg,
+        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        ctx: Context,
+        hidden_rows: Annotated[int, Field(description="hidden rows for the fresh comparison, 0..200000")] = 20_000,
+    ) -> cheat_audit.AuditCandidateResult:
+        return await _in_thread(ctx, partial(cheat_audit.audit_candidate, sandbox, pool, workspace, candidate, hidden_rows))
+
+    @server.tool(
+        name="record_deviation",
+        title="Declare a behaviour difference of a candidate",
+        annotations=_annotations(read_only=False),
+        description=(
+            "Constraints: `summary` and `reason` at least 10 characters each; give `ulp_tolerance` (1..1000000: "
+            "floats this many ULPs apart count as equal), `applies_to` (a Python-style predicate over the argument "
+            "names, e.g. \"amount is not None and amount < 0\": argument names, constants, comparisons, and/or/not, "
+            "arithmetic, abs/len/min/max/round/isnan/isinf/isfinite and a few string methods such as strip/lower), or both (the tolerance only on those rows). `applies_to` alone puts "
+            "those rows out of scope. Relaxes byte_compare and audit_candidate exactly as declared; every later "
+            "result lists the deviation. Returns the candidate's deviations; remove_deviation takes one back."
+        ),
+    )
+    def record_deviation(
+        workspace: WorkspaceArg,
+        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        summary: Annotated[str, Field(description="what differs, e.g. 'sin() results within 2 ULP'")],
+        reason: Annotated[str, Field(description="why the difference is acceptable for the pipeline")],
+        applies_to: Annotated[str | None, Field(description="predicate over the arguments selecting the rows it covers; omit for every row")] = None,
+        ulp_tolerance: Annotated[int | None, Field(description="floats this many ULPs apart count as equal")] = None,
+    ) -> deviation_records.DeviationsResult:
+        return deviation_records.record_deviation(sandbox, workspace, candidate, summary, reason, applies_to, ulp_tolerance)
+
+    @server.tool(
+        name="remove_deviation",
+        title="Remove a recorded deviation",
+        annotations=_annotations(read_only=False, destructive=True),
+        description="Removes one deviation (by the deviation_id record_deviation returned); later comparisons are exact again there. Returns the deviations left.",
+    )
+    def remove_deviation(
+        workspace: WorkspaceArg,
+        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        deviation_id: Annotated[str, Field(description="e.g. dev-1")],
+    ) -> deviation_records.DeviationsResult:
+        return deviation_records.remove_deviation(sandbox, workspace, candidate, deviation_id)
 
     @server.tool(
         name="snapshot",

@@ -27,6 +27,9 @@ TOOL_ORDER = [
     "freeze_tests",
     "unfreeze_tests",
     "byte_compare",
+    "audit_candidate",
+    "record_deviation",
+    "remove_deviation",
     "snapshot",
     "list_snapshots",
     "diff",
@@ -97,7 +100,7 @@ async def test_init_workspace_and_status(client, root):
     status = await ok(client, "workspace_status", workspace=created["workspace"])
     assert status["integrity"]["intact"] and status["snapshots"] == 1
     text = await refused(client, "init_workspace", source="jobs/shipping.py", udf="fee")
-    assert text == "Error executing tool init_workspace: UDF 'fee' not found in jobs/shipping.py. UDFs there: shipping_fee (line 12, @udf(...)). Pass one of these names as udf."
+    assert text == "Error executing tool init_workspace: UDF 'fee' not found in jobs/shipping.py. UDFs there: shipping_fee (line 11, @udf(...)). Pass one of these names as udf."
     text = await refused(client, "workspace_status", workspace="jobs")
     assert "is not an aether-mcp workspace (no aether.toml); give the folder init_workspace created" in text
 
@@ -151,6 +154,9 @@ async def test_every_tool_but_status_refuses_a_tampered_workspace(client):
         "freeze_tests": {},
         "unfreeze_tests": {"reason": "changing the tests on purpose"},
         "byte_compare": {"candidate": "fee"},
+        "audit_candidate": {"candidate": "fee"},
+        "record_deviation": {"candidate": "fee", "summary": "a long enough summary", "reason": "a long enough reason", "ulp_tolerance": 2},
+        "remove_deviation": {"candidate": "fee", "deviation_id": "dev-1"},
         "snapshot": {"label": "x"},
         "list_snapshots": {},
         "diff": {"from_id": 0},
@@ -252,3 +258,62 @@ async def test_phase_one_tools_through_the_protocol(client):
     unfrozen = await ok(client, "unfreeze_tests", workspace=ws, reason="adding cases for a new tier")
     assert unfrozen["changed_since_freeze"] == []
     assert "not frozen" in await refused(client, "unfreeze_tests", workspace=ws, reason="adding cases for a new tier")
+
+
+CHEAT = """
+import numpy as np
+import pandas as pd
+
+TARGET = "vectorized"
+
+
+def evaluate(weight, express):
+    out, missing = np.zeros(len(weight)), weight.isna().to_numpy()
+    for i, (w, e) in enumerate(zip(weight.fillna(1.0), express.fillna(False))):
+        if w <= 0:
+            raise ValueError("weight must be positive")
+        fee = 4.99 if w < 2.0 else 4.99 + (w - 2.0) * 1.5
+        out[i] = fee * 2 if e else fee
+    return pd.Series(pd.arrays.FloatingArray(out, missing))
+"""
+
+
+@pytest.mark.slow
+async def test_audit_candidate_and_deviations_through_the_protocol(client):
+    from conftest import VECTORIZED_CANDIDATE
+
+    ws = await new_workspace(client)
+    await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=VECTORIZED_CANDIDATE)
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append(message)
+
+    result = await client.call_tool("audit_candidate", {"workspace": ws, "candidate": "fee", "hidden_rows": 2000}, progress_callback=on_progress)
+    assert not result.is_error, result.content[0].text
+    clean = result.structured_content
+    assert clean["verdict"] == "PASS" and clean["reasons"] == [] and clean["comparison"]["equal"] is True
+    assert seen[-1] == "PASS" and Path(clean["result_path"]).is_file()
+
+    await ok(client, "write_file", workspace=ws, path="candidate/loop.py", content=CHEAT)
+    caught = await ok(client, "audit_candidate", workspace=ws, candidate="loop", hidden_rows=2000)
+    assert caught["verdict"] == "FAIL" and caught["comparison"]["equal"] is True  # right answers, the wrong way
+    rules = {(f["rule"], f["check"]) for f in caught["findings"] if f["severity"] == "block"}
+    assert {("row_at_a_time", "static"), ("row_at_a_time", "dynamic")} <= rules
+    static = next(f for f in caught["findings"] if f["check"] == "static")
+    assert static["file"] == "candidate/loop.py" and static["line"] == 10 and static["fix"]
+
+    status = await ok(client, "workspace_status", workspace=ws)
+    assert {name: a["verdict"] for name, a in status["last_audits"].items()} == {"fee": "PASS", "loop": "FAIL"}
+    assert {g["name"]: g["status"] for g in status["gates"]}["candidate_audited"] == "pass"
+
+    recorded = await ok(client, "record_deviation", workspace=ws, candidate="fee", summary="fees within 2 ULP", reason="cents are rounded downstream", ulp_tolerance=2)
+    assert [d["deviation_id"] for d in recorded["deviations"]] == ["dev-1"]
+    text = await refused(client, "record_deviation", workspace=ws, candidate="fee", summary="fees within 2 ULP", reason="cents are rounded downstream")
+    assert "must declare what it relaxes" in text
+    text = await refused(client, "record_deviation", workspace=ws, candidate="fee", summary="heavy parcels", reason="out of scope here", applies_to="os.system('x')")
+    assert "applies_to calls 'os.system'" in text
+    remaining = await ok(client, "remove_deviation", workspace=ws, candidate="fee", deviation_id="dev-1")
+    assert remaining["deviations"] == []
+    assert "has no deviation 'dev-1'" in await refused(client, "remove_deviation", workspace=ws, candidate="fee", deviation_id="dev-1")
+    assert "candidate/ghost.py does not exist" in await refused(client, "audit_candidate", workspace=ws, candidate="ghost")

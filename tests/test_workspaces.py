@@ -78,6 +78,7 @@ def test_status_reports_files_cases_and_pending_gates(workspace, root):
         "mutation_score": "pending",
         "tests_frozen": "pending",
         "candidate_equal": "pending",
+        "candidate_audited": "pending",
     }
     assert {f.path for f in status.files if f.protected} == {"aether.toml", "original/udf.py"}
 

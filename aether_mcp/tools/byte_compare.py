@@ -30,7 +30,9 @@ from aether_mcp.harness.hidden_inputs import hidden_rows as generate_hidden_rows
 from aether_mcp.harness.mined_values import mine
 from aether_mcp.harness.value_codec import Raised
 from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
+from aether_mcp import deviations
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
+from aether_mcp.deviations import AppliedDeviations
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.test_freeze import require_frozen_tests_intact
 from aether_mcp.spark_types import parse_type, unsupported_part
@@ -107,6 +109,7 @@ class ByteCompareResult(BaseModel):
     sources: list[SourceSummary]
     mismatches: list[Mismatch]
     original_raised: OriginalRaised
+    rows_out_of_scope: int = Field(0, description="rows a recorded deviation declares out of scope (not compared)")
     error: str | None = Field(None, description="why the candidate could not be evaluated (then equal is false)")
     contract_problems: list[str] = Field(description="output type or nullability that differs from the original's")
     output_type: str | None
@@ -181,9 +184,11 @@ def byte_compare(
     mismatches: list[Mismatch] = []
     mismatched: dict[Source, int] = {"tests": 0, "edge": 0, "hidden": 0}
     to_shrink: list[int] = []
+    excluded = 0
     if error is None:
         for index in clean:
-            found = classify(expected[index], actual[index], comparison.ulp_tolerance)
+            found, out_of_scope = comparison.difference(rows[index], expected[index], actual[index])
+            excluded += out_of_scope
             if found is None:
                 continue
             source = inputs[index][0]
@@ -226,7 +231,8 @@ def byte_compare(
         workspace=str(opened.path),
         candidate=target.removeprefix("candidate:"),
         equal=equal,
-        rows_compared=len(clean) if error is None else 0,
+        rows_compared=len(clean) - excluded if error is None else 0,
+        rows_out_of_scope=excluded,
         sources=sources,
         mismatches=mismatches,
         original_raised=OriginalRaised(count=len(raised), examples=raised_examples),
@@ -296,10 +302,20 @@ class _Comparison:
         self.cancel = cancel
         compare = workspace.config.compare
         self.ulp_tolerance = compare.ulp_tolerance if compare.floats == "ulp" else 0
+        self.deviations = deviations.load(workspace, target.removeprefix("candidate:"))
+        self.applied = AppliedDeviations(self.deviations, [a.name for a in workspace.config.udf.args])
 
     def policy(self) -> ComparisonPolicy:
         declared = [f"floats within {self.ulp_tolerance} ULP count as equal (aether.toml [compare])"] if self.ulp_tolerance else []
+        declared += [d.describe() for d in self.deviations]
         return ComparisonPolicy(floats=self.workspace.config.compare.floats, ulp_tolerance=self.ulp_tolerance, declared_deviations=declared)
+
+    def difference(self, row: list[Any], expected: Any, actual: Any):
+        """The difference under the policy and the row's deviations; (None, True) when the row is out of scope."""
+        excluded, tolerance = self.applied.for_row(row)
+        if excluded:
+            return None, True
+        return classify(expected, actual, max(self.ulp_tolerance, tolerance)), False
 
     def both(self, rows: list[list[Any]]) -> tuple[list[Any], list[Any]]:
         expected = self.workers.evaluate("reference", self.workspace, "original", rows, cancel=self.cancel).outputs
@@ -327,7 +343,7 @@ class _Comparison:
             for (which, row), e, a in zip(proposals, expected, actual):
                 if isinstance(e, Raised):
                     continue
-                found = classify(e, a, self.ulp_tolerance)
+                found, _ = self.difference(row, e, a)
                 if found is None:
                     continue
                 if shrink.row_complexity(row) < shrink.row_complexity(current[which]):
@@ -411,7 +427,9 @@ def _backend(workspace: Workspace, target: str) -> str:
         return "unknown (the candidate does not declare a valid TARGET)"
     if kind == "sql":
         return "spark-sql: JVM expressions, no Python"
-    return f"cpu: {kind} candidate on pandas/NumPy over Arrow batches (mapInArrow)"
+    if kind == "kernel":
+        return "cpu: kernel candidate under the numba CUDA simulator (simulated: correctness only, no GPU speed)"
+    return "cpu: vectorized candidate on pandas/NumPy over Arrow batches (mapInArrow)"
 
 
 def _record_latest(workspace: Workspace, result: ByteCompareResult, target: str) -> None:

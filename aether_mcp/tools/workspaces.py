@@ -8,13 +8,13 @@ import json
 import shutil
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal, TypeVar
 
 import tomli_w
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import snapshot_store, test_freeze, udf_extraction
+from aether_mcp import deviations, snapshot_store, test_freeze, udf_extraction
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import UnknownSparkType, parse_type, type_name
 from aether_mcp.tools import spec_strength
@@ -179,6 +179,16 @@ class CompareSummary(BaseModel):
     result_path: str
 
 
+T = TypeVar("T")
+
+
+class AuditSummary(BaseModel):
+    verdict: str
+    blocking: int = Field(description="blocking findings")
+    candidate_changed_since: bool = Field(description="the candidate file changed after this audit")
+    result_path: str
+
+
 class FreezeStatus(BaseModel):
     frozen: bool
     since: str | None = None
@@ -199,6 +209,8 @@ class WorkspaceStatusResult(BaseModel):
     snapshots: int
     last_runs: dict[str, RunSummary]
     last_compares: dict[str, CompareSummary] = Field(description="the latest byte_compare per candidate")
+    last_audits: dict[str, AuditSummary] = Field(description="the latest audit_candidate per candidate")
+    deviations: dict[str, list[str]] = Field(description="recorded deviations per candidate (or why they cannot be read)")
     justifications: dict[str, str] = Field(description="why uncovered lines or branches and surviving mutants are acceptable")
     freeze: FreezeStatus
     gates: list[Gate]
@@ -237,6 +249,8 @@ def workspace_status(root: SandboxRoot, workspace: str) -> WorkspaceStatusResult
             gates.append(Gate(name=name, status=measured.status, detail=measured.detail))
     gates.append(Gate(name="tests_frozen", status="pass" if freeze.frozen and not freeze.changed_since_freeze else ("fail" if freeze.frozen or freeze.problem else "pending"), detail=_freeze_detail(freeze)))
     gates.append(_compare_gate(last_compares))
+    last_audits = _latest_audits(opened, editable)
+    gates.append(_audit_gate(last_audits))
     return WorkspaceStatusResult(
         workspace=str(opened.path),
         udf=_udf_info(opened.config),
@@ -255,6 +269,8 @@ def workspace_status(root: SandboxRoot, workspace: str) -> WorkspaceStatusResult
         snapshots=len(snapshot_store.all_snapshots(opened)),
         last_runs=last_runs,
         last_compares=last_compares,
+        last_audits=last_audits,
+        deviations=_deviations(opened, candidates),
         justifications=spec_strength.justifications(opened),
         freeze=freeze,
         gates=gates,
@@ -296,8 +312,28 @@ def _latest_runs(workspace: Workspace) -> dict[str, dict]:
 
 
 def _latest_compares(workspace: Workspace, editable: dict[str, Path]) -> dict[str, CompareSummary]:
+    return _latest(workspace, editable, "compares.json", lambda entry, changed: CompareSummary(
+        equal=bool(entry["equal"]),
+        rows_compared=int(entry["rows_compared"]),
+        mismatched=int(entry["mismatched"]),
+        candidate_changed_since=changed,
+        result_path=str(entry["result_path"]),
+    ))
+
+
+def _latest_audits(workspace: Workspace, editable: dict[str, Path]) -> dict[str, AuditSummary]:
+    return _latest(workspace, editable, "audits.json", lambda entry, changed: AuditSummary(
+        verdict=str(entry["verdict"]),
+        blocking=int(entry["blocking"]),
+        candidate_changed_since=changed,
+        result_path=str(entry["result_path"]),
+    ))
+
+
+def _latest(workspace: Workspace, editable: dict[str, Path], filename: str, summary: Callable[[dict, bool], T]) -> dict[str, T]:
+    """The latest recorded result per candidate, each marked stale when the candidate file changed since."""
     try:
-        data = json.loads((workspace.state_dir / "runs" / "compares.json").read_text())
+        data = json.loads((workspace.state_dir / "runs" / filename).read_text())
     except (OSError, ValueError):
         return {}
     summaries = {}
@@ -305,16 +341,33 @@ def _latest_compares(workspace: Workspace, editable: dict[str, Path]) -> dict[st
         path = editable.get(f"{CANDIDATE_DIR}/{name}.py")
         digest = hashlib.sha256(path.read_bytes()).hexdigest() if path else None
         try:
-            summaries[name] = CompareSummary(
-                equal=bool(entry["equal"]),
-                rows_compared=int(entry["rows_compared"]),
-                mismatched=int(entry["mismatched"]),
-                candidate_changed_since=digest != entry.get("candidate_digest"),
-                result_path=str(entry["result_path"]),
-            )
-        except (KeyError, TypeError, ValueError):
+            summaries[name] = summary(entry, digest != entry.get("candidate_digest"))
+        except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return summaries
+
+
+def _audit_gate(audits: dict[str, AuditSummary]) -> Gate:
+    current = {name: a for name, a in audits.items() if not a.candidate_changed_since}
+    clean = sorted(name for name, a in current.items() if a.verdict == "PASS")
+    if clean:
+        return Gate(name="candidate_audited", status="pass", detail=f"audit_candidate passed: {', '.join(clean)}")
+    if current:
+        return Gate(name="candidate_audited", status="fail", detail=f"audit_candidate failed: {', '.join(sorted(current))}; see last_audits")
+    return Gate(name="candidate_audited", status="pending", detail="call audit_candidate(workspace, candidate) once byte_compare finds no difference")
+
+
+def _deviations(workspace: Workspace, candidates: list[str]) -> dict[str, list[str]]:
+    found = {}
+    for name in candidates:
+        try:
+            recorded = deviations.load(workspace, name)
+        except ToolError as exc:
+            found[name] = [f"unreadable: {exc}"]
+            continue
+        if recorded:
+            found[name] = [d.describe() for d in recorded]
+    return found
 
 
 def _freeze_status(workspace: Workspace) -> FreezeStatus:
