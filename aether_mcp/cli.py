@@ -149,8 +149,21 @@ async def _demo_loop(root: Path) -> int:
         say(f"11. byte_compare   -> naive: equal={caught['equal']}, {hidden['mismatched']} of {hidden['rows']} hidden rows differ, e.g.")
         for mismatch in [m for m in caught["mismatches"] if m["source"] == "hidden"][:2]:
             say(f"     ({', '.join(mismatch['args'])}): expected {mismatch['expected']}, got {mismatch['actual']} [{mismatch['kind']}]")
+
+        clean = await call("audit_candidate", workspace=ws, candidate="discount_sql")
+        say(f"12. audit_candidate -> discount_sql: {clean['verdict']} ({len(clean['findings'])} findings; fresh comparison equal={clean['comparison']['equal']})")
+        shortcut = (root / job / "candidates" / "shortcut_udf.py").read_text(encoding="utf-8")
+        await call("write_file", workspace=ws, path="candidate/shortcut.py", content=shortcut)
+        cheat = await call("audit_candidate", workspace=ws, candidate="shortcut")
+        say(f"13. audit_candidate -> shortcut (the UDF's logic, row by row): {cheat['verdict']}, fresh comparison equal={cheat['comparison']['equal']}")
+        for reason in cheat["reasons"][:2]:
+            say(f"     {reason[:160]}")
         ok = not (run["failed"] or run["errors"]) and bool(failing) and proof["equal"] and not caught["equal"]
-        say(f"Done in {time.monotonic() - started:.0f}s: the tests pin the original and caught the naive rewrite; byte_compare proved the careful one equal and found the naive one's counterexamples unaided.")
+        ok = ok and clean["verdict"] == "PASS" and cheat["verdict"] == "FAIL"
+        say(
+            f"Done in {time.monotonic() - started:.0f}s: the tests pin the original and caught the naive rewrite; byte_compare proved the careful one "
+            "equal and found the naive one's counterexamples unaided; audit_candidate passed the careful one and failed the shortcut."
+        )
         return 0 if ok else 1
 
 

@@ -30,6 +30,9 @@ def test_demo_runs_the_loop_and_prints_a_summary(tmp_path):
     assert "9. run_tests       -> candidate:discount_sql (careful rewrite): 23 passed" in out
     assert "10. byte_compare   -> discount_sql: equal=True on " in out
     assert "11. byte_compare   -> naive: equal=False, " in out
+    assert "12. audit_candidate -> discount_sql: PASS (0 findings; fresh comparison equal=True)" in out
+    assert "13. audit_candidate -> shortcut (the UDF's logic, row by row): FAIL, fresh comparison equal=True" in out
+    assert "row_at_a_time (static, candidate/shortcut.py:" in out
     assert (kept / "aether_workspaces" / "loyalty_discount" / "original" / "udf.py").is_file()
     assert (kept / "aether_workspaces" / "loyalty_discount" / "candidate" / "discount_sql.py").is_file()
 
