@@ -1,0 +1,21 @@
+# expect: row_at_a_time
+"""Creates the Python UDF through a name built at run time; only the executed plan shows it."""
+from pyspark.sql import functions as F
+
+TARGET = "sql"
+BASE_FEE = 4.99
+PER_KG = 1.5
+
+
+def _fee(weight, express):
+    if weight is None:
+        return None
+    if weight <= 0:
+        raise ValueError("weight must be positive")
+    fee = BASE_FEE if weight < 2.0 else BASE_FEE + (weight - 2.0) * PER_KG
+    return fee * 2 if express else fee
+
+
+def build(weight, express):
+    make = getattr(F, "u" + "df")
+    return make(_fee, "double")(weight, express)
