@@ -331,8 +331,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         title="Audit a candidate for cheats, with a fresh comparison",
         annotations=_annotations(read_only=False, idempotent=False),
         description=(
-            "Constraints: `candidate` names candidate/<name>.py; the workspace must be intact and its tests, if "
-            "frozen, as recorded. A deterministic judge, all code: static rules over the candidate and the workspace "
+            "Constraints: `candidate` names candidate/<name>.py; hidden_rows 1000..200000; the workspace must be intact "
+            "and its tests, if frozen, as recorded. A deterministic judge, all code: static rules over the candidate and the workspace "
             "modules it imports (reaching the original, row-at-a-time work, host round trips, fallbacks, hard-coded "
             "test data, forbidden reads, tampering, threads/processes/JVM calls, memoization), watched runs in the "
             "candidate worker (a tripwire original, Python steps in the candidate's code on 1,000 vs 20,000 rows, the executed plan of sql "
@@ -345,7 +345,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         workspace: WorkspaceArg,
         candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
         ctx: Context,
-        hidden_rows: Annotated[int, Field(description="hidden rows for the fresh comparison, 0..200000")] = 20_000,
+        hidden_rows: Annotated[int, Field(description="hidden rows for the fresh comparison, 1000..200000")] = 20_000,
     ) -> cheat_audit.AuditCandidateResult:
         return await _in_thread(ctx, partial(cheat_audit.audit_candidate, sandbox, pool, workspace, candidate, hidden_rows))
 

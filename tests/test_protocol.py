@@ -317,3 +317,4 @@ async def test_audit_candidate_and_deviations_through_the_protocol(client):
     assert remaining["deviations"] == []
     assert "has no deviation 'dev-1'" in await refused(client, "remove_deviation", workspace=ws, candidate="fee", deviation_id="dev-1")
     assert "candidate/ghost.py does not exist" in await refused(client, "audit_candidate", workspace=ws, candidate="ghost")
+    assert "hidden_rows must be between 1000 and 200000" in await refused(client, "audit_candidate", workspace=ws, candidate="fee", hidden_rows=10)

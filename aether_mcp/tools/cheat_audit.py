@@ -32,6 +32,8 @@ from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace
 
 SMALL_ROWS = 1_000
 LARGE_ROWS = 20_000
+MIN_HIDDEN_ROWS = 1_000
+MAX_HIDDEN_ROWS = 200_000
 Progress = Callable[[int, int | None, str], None]
 
 
@@ -85,6 +87,8 @@ def audit_candidate(
     require_frozen_tests_intact(opened, "audit_candidate")
     deviations.load(opened, name)  # an unreadable deviation file is refused before anything runs
     report = progress or (lambda done, total, message: None)
+    if not MIN_HIDDEN_ROWS <= hidden_rows_count <= MAX_HIDDEN_ROWS:
+        raise ToolError(f"hidden_rows must be between {MIN_HIDDEN_ROWS} and {MAX_HIDDEN_ROWS}: a PASS needs a fresh comparison on hidden rows (default 20000).")
     small_rows, large_rows = watched_rows
     if not 1 <= small_rows or large_rows < 4 * small_rows:
         raise ToolError(f"watched_rows must be positive and grow at least fourfold (got {small_rows} and {large_rows}), so per-row work shows as growth.")
