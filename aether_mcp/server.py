@@ -19,9 +19,10 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from aether_mcp import __version__
+from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.harness.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.tools import byte_compare, case_recording, cheat_audit, deviation_records, files, freezing, snapshots, spec_strength, test_audit, test_runs, workspaces
+from aether_mcp.tools import benchmarking, byte_compare, case_recording, cheat_audit, deviation_records, files, freezing, snapshots, spec_strength, test_audit, test_runs, workspaces
 
 INSTRUCTIONS = """\
 aether-mcp converts one PySpark Python UDF at a time into a faster equivalent and proves the two
@@ -384,6 +385,102 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         deviation_id: Annotated[str, Field(description="e.g. dev-1")],
     ) -> deviation_records.DeviationsResult:
         return deviation_records.remove_deviation(sandbox, workspace, candidate, deviation_id)
+
+    @server.tool(
+        name="generate_data",
+        title="Generate benchmark data for the UDF's arguments",
+        annotations=_annotations(read_only=False, idempotent=True),
+        description=(
+            "Constraints: rows 1..50000000; seed >= 0 (default 0); `spec` maps argument names to {null_rate, min, max, "
+            "values}. Writes Parquet under .aether/data/, deterministic for (spec, seed, rows) and reused when they "
+            "match: numbers around the constants the original compares against (30% exactly those), strings from a "
+            "Zipf-skewed vocabulary of its literals with case and padding variants, 5% nulls per column by default. "
+            "Returns the path, the column recipes and whether the file was reused. Reports progress."
+        ),
+    )
+    async def generate_data(
+        workspace: WorkspaceArg,
+        ctx: Context,
+        rows: Annotated[int, Field(description="how many rows, 1..50000000")] = 1_000_000,
+        seed: Annotated[int | None, Field(description="generator seed (default 0)")] = None,
+        spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="per argument: null_rate, min, max, values")] = None,
+    ) -> GenerateDataResult:
+        return await _in_thread(ctx, lambda cancel, progress: benchmarking.generate_data(sandbox, workspace, rows, seed, spec, progress))
+
+    @server.tool(
+        name="run_benchmark",
+        title="Benchmark original vs candidate vs the no-UDF floor in Spark",
+        annotations=_annotations(read_only=False, idempotent=False),
+        description=(
+            "Constraints: the candidate must pass byte_compare on 2000 hidden rows first (else refused with the reason); "
+            "rows 1..50000000; repeats 1..50; warmup 0..10; modes from floor, original, original_arrow, candidate "
+            "(default all); kernel candidates need a GPU. Generates (or reuses) data with generate_data's recipe "
+            "(`spec` as there), then runs a separate Spark application (`master`, default the workspace's): each run "
+            "reads the Parquet, applies the mode and writes every column to the noop sink; modes interleave in a fresh "
+            "order each round after warm-up. Returns per-mode median/min/max/cv/rows_per_s, failed modes with their "
+            "errors, speedup (original/candidate medians) with a 95% bootstrap speedup_ci, overhead_eliminated "
+            "((original-candidate)/(original-floor)), the environment and confs, and artifacts {json, chart}. Reports "
+            "progress; cancelling stops the Spark application."
+        ),
+    )
+    async def run_benchmark(
+        workspace: WorkspaceArg,
+        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        ctx: Context,
+        rows: Annotated[int, Field(description="rows of generated data")] = 1_000_000,
+        repeats: Annotated[int, Field(description="recorded runs per mode")] = 5,
+        warmup: Annotated[int, Field(description="unrecorded rounds first")] = 1,
+        modes: Annotated[list[str] | None, Field(description="subset of floor, original, original_arrow, candidate")] = None,
+        master: Annotated[str | None, Field(description="Spark master URL, e.g. spark://host:7077; default the workspace's")] = None,
+        spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
+    ) -> benchmarking.RunBenchmarkResult:
+        return await _in_thread(ctx, partial(benchmarking.run_benchmark, sandbox, pool, workspace, candidate, rows, repeats, warmup, modes, master, spec))
+
+    @server.tool(
+        name="tune_arrow_batch",
+        title="Sweep the Arrow batch size for a vectorized candidate",
+        annotations=_annotations(read_only=False, idempotent=False),
+        description=(
+            "Constraints: a vectorized (or, on a GPU, kernel) candidate that passes byte_compare on 2000 hidden rows; "
+            "sizes: 1 to 12 values of spark.sql.execution.arrow.maxRecordsPerBatch (default 1000, 10000, 50000, "
+            "100000, 500000); rows 1..50000000; repeats 1..50. Times the candidate (and a pandas UDF original) at each "
+            "size in the benchmark's own Spark application, interleaved after a warm-up round, with the peak memory of "
+            "the Python workers. Returns the points, the fastest size per target, the setting to use in the job, and "
+            "artifacts {json, chart}. Reports progress; cancelling stops it."
+        ),
+    )
+    async def tune_arrow_batch(
+        workspace: WorkspaceArg,
+        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        ctx: Context,
+        sizes: Annotated[list[int] | None, Field(description="batch sizes to try")] = None,
+        rows: Annotated[int, Field(description="rows of generated data")] = 1_000_000,
+        repeats: Annotated[int, Field(description="recorded runs per size")] = 3,
+        spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
+    ) -> benchmarking.TuneArrowBatchResult:
+        return await _in_thread(ctx, partial(benchmarking.tune_arrow_batch, sandbox, pool, workspace, candidate, sizes, rows, repeats, None, spec))
+
+    @server.tool(
+        name="micro_benchmark",
+        title="Time the candidate's entry point alone against the original function",
+        annotations=_annotations(read_only=False, idempotent=False),
+        description=(
+            "Constraints: a vectorized or kernel candidate (sql has no entry point of its own: use run_benchmark); rows "
+            "1..50000000; repeats 1..50. In a child process without Spark, on generated data in the form Spark hands it "
+            "over: evaluate(*series) vs the original function mapped over the rows (a pandas UDF on whole Series), one "
+            "warm-up each, then alternating; device work synchronized on a GPU. Seconds, not proof of speed in the job: "
+            "for fast iteration while optimizing. Returns medians, every run, the speedup and the backend."
+        ),
+    )
+    async def micro_benchmark(
+        workspace: WorkspaceArg,
+        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        ctx: Context,
+        rows: Annotated[int, Field(description="rows of generated data")] = 100_000,
+        repeats: Annotated[int, Field(description="timed calls of each")] = 5,
+        spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
+    ) -> benchmarking.MicroBenchmarkResult:
+        return await _in_thread(ctx, partial(benchmarking.micro_benchmark, sandbox, workspace, candidate, rows, repeats, spec))
 
     @server.tool(
         name="snapshot",

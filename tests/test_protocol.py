@@ -30,6 +30,10 @@ TOOL_ORDER = [
     "audit_candidate",
     "record_deviation",
     "remove_deviation",
+    "generate_data",
+    "run_benchmark",
+    "tune_arrow_batch",
+    "micro_benchmark",
     "snapshot",
     "list_snapshots",
     "diff",
@@ -157,6 +161,10 @@ async def test_every_tool_but_status_refuses_a_tampered_workspace(client):
         "audit_candidate": {"candidate": "fee"},
         "record_deviation": {"candidate": "fee", "summary": "a long enough summary", "reason": "a long enough reason", "ulp_tolerance": 2},
         "remove_deviation": {"candidate": "fee", "deviation_id": "dev-1"},
+        "generate_data": {"rows": 10},
+        "run_benchmark": {"candidate": "fee"},
+        "tune_arrow_batch": {"candidate": "fee"},
+        "micro_benchmark": {"candidate": "fee"},
         "snapshot": {"label": "x"},
         "list_snapshots": {},
         "diff": {"from_id": 0},
@@ -318,3 +326,32 @@ async def test_audit_candidate_and_deviations_through_the_protocol(client):
     assert "has no deviation 'dev-1'" in await refused(client, "remove_deviation", workspace=ws, candidate="fee", deviation_id="dev-1")
     assert "candidate/ghost.py does not exist" in await refused(client, "audit_candidate", workspace=ws, candidate="ghost")
     assert "hidden_rows must be between 1000 and 200000" in await refused(client, "audit_candidate", workspace=ws, candidate="fee", hidden_rows=10)
+
+
+@pytest.mark.slow
+async def test_benchmark_tools_through_the_protocol(client):
+    from conftest import SQL_CANDIDATE
+
+    ws = await new_workspace(client)
+    spec = {"weight": {"min": 0.1, "max": 50.0}}
+    data = await ok(client, "generate_data", workspace=ws, rows=3000, spec=spec)
+    assert data["rows"] == 3000 and data["reused"] is False and Path(data["path"]).is_file()
+    assert (await ok(client, "generate_data", workspace=ws, rows=3000, spec=spec))["reused"] is True
+    assert "spec names 'price'" in await refused(client, "generate_data", workspace=ws, rows=10, spec={"price": {"min": 1}})
+    await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=SQL_CANDIDATE)
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append(message)
+
+    result = await client.call_tool(
+        "run_benchmark",
+        {"workspace": ws, "candidate": "fee", "rows": 3000, "repeats": 2, "warmup": 0, "modes": ["floor", "original", "candidate"], "spec": spec},
+        progress_callback=on_progress,
+    )
+    assert not result.is_error, result.content[0].text
+    bench = result.structured_content
+    assert [m["mode"] for m in bench["modes"]] == ["floor", "original", "candidate"] and bench["data"] == data["path"]
+    assert len(bench["speedup_ci"]) == 2 and set(bench["artifacts"]) == {"json", "chart"}
+    assert any(message.startswith("round 2: ") for message in seen)
+    assert "modes may be any of" in await refused(client, "run_benchmark", workspace=ws, candidate="fee", modes=["turbo"])

@@ -1,0 +1,284 @@
+"""The benchmark's own Spark application: `python -m aether_mcp.harness.bench_runner REQUEST.json`.
+
+Separate from the correctness workers, so their warm sessions never share a JVM, cache or
+Python worker pool with a timed run. Each timed run reads the Parquet data, applies one mode and
+writes every column (the inputs and the result) to Spark's `noop` sink, so the UDF column can
+never be pruned. Warm-up rounds run every mode once and are not recorded; recorded rounds run
+the modes in a fresh shuffled order each round. Progress goes to a JSON-lines file the server
+polls; the result (raw seconds per mode, failures, environment) to a JSON file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+OUT = "__aether_output"  # the same name arrow_batches gives the output column
+# Confs recorded with every result: what can change a timing, without paths and JVM flags.
+CONF_PREFIXES = ("spark.sql.", "spark.master", "spark.executor.memory", "spark.executor.cores", "spark.driver.memory", "spark.python", "spark.default.parallelism")
+CONF_NOISE = ("spark.sql.warehouse.dir", "spark.sql.artifact")
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    progress = Path(request["progress"])
+
+    def report(done: int, total: int, message: str) -> None:
+        with progress.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"done": done, "total": total, "message": message}) + "\n")
+
+    from aether_mcp.harness.spark_session import create_session
+    from aether_mcp.path_guard import SandboxRoot
+    from aether_mcp.workspace import Workspace
+
+    path = Path(request["workspace"])
+    workspace = Workspace(SandboxRoot(path), path)
+    report(0, 0, f"starting Spark ({request['master']})")
+    spark = create_session(request["master"], {**workspace.config.spark.conf, **request.get("conf", {})}, "aether-mcp-benchmark")
+    data = spark.read.parquet(request["data"])
+    columns = list(data.columns)
+    builders: dict[str, Callable[[], Any]] = {
+        "floor": lambda: data,
+        "original": lambda: _original(workspace, data, columns, force_arrow=False),
+        "original_arrow": lambda: _original(workspace, data, columns, force_arrow=True),
+        "candidate": lambda: _candidate(workspace, request["target"], data, columns),
+    }
+    # A variant is a mode run under extra runtime confs (run_benchmark: one per mode, no confs;
+    # tune_arrow_batch: one per batch size).
+    variants = request.get("variants") or [{"label": mode, "mode": mode, "conf": {}} for mode in request["modes"]]
+    frames: dict[str, Any] = {}
+    failed: dict[str, str] = {}
+    for mode in dict.fromkeys(v["mode"] for v in variants):
+        try:
+            frames[mode] = builders[mode]()
+        except Exception as exc:  # a mode that cannot even be built is reported, the others still run
+            failed.update({v["label"]: _summary(exc) for v in variants if v["mode"] == mode})
+    runs: dict[str, list[float]] = {v["label"]: [] for v in variants}
+    peak_rss: dict[str, int] = {v["label"]: 0 for v in variants}
+    python_time: dict[str, list[dict[str, float]]] = {v["label"]: [] for v in variants}
+    rounds = request["warmup"] + request["repeats"]
+    total = rounds * len(variants)
+    done = 0
+    order: list[list[str]] = []
+    shuffle = random.Random(request.get("seed", 0))
+    memory = _WorkerMemory()
+    for round_index in range(rounds):
+        active = [v for v in variants if v["label"] not in failed]
+        shuffle.shuffle(active)
+        warm = round_index < request["warmup"]
+        order.append([v["label"] for v in active])
+        for variant in active:
+            label = variant["label"]
+            report(done, total, f"{'warm-up' if warm else 'round ' + str(round_index - request['warmup'] + 1)}: {label}")
+            before = {key: spark.conf.get(key, None) for key in variant["conf"]}
+            for key, value in variant["conf"].items():
+                spark.conf.set(key, str(value))
+            memory.start()
+            started = time.perf_counter()
+            try:
+                frames[variant["mode"]].write.format("noop").mode("overwrite").save()
+            except Exception as exc:
+                failed[label] = _summary(exc)
+                continue
+            finally:
+                elapsed = time.perf_counter() - started
+                peak = memory.stop()
+                done += 1
+                for key, value in before.items():
+                    spark.conf.set(key, value) if value is not None else spark.conf.unset(key)
+            if not warm:
+                runs[label].append(elapsed)
+                peak_rss[label] = max(peak_rss[label], peak)
+                python_time[label].append(_python_metrics(spark))
+    report(total, total, "done")
+    result = {
+        "runs": {label: seconds for label, seconds in runs.items() if label not in failed},
+        "peak_worker_rss": {label: rss for label, rss in peak_rss.items() if label not in failed},
+        "python_metrics": {label: found for label, found in python_time.items() if label not in failed},
+        "failed": failed,
+        "order": order,
+        "environment": _environment(spark, request),
+    }
+    Path(request["result"]).write_text(json.dumps(result, indent=2), encoding="utf-8")
+    spark.stop()
+    return 0
+
+
+def _original(workspace, data, columns: list[str], force_arrow: bool):
+    """The UDF as the job runs it (its own transport), or as a row UDF forced onto Arrow transport."""
+    from pyspark.sql import functions as F
+
+    from aether_mcp.harness.target_evaluation import _load_module, _series_function
+    from aether_mcp.spark_types import parse_type
+    from aether_mcp.workspace import ORIGINAL_MODULE
+
+    config = workspace.config
+    function = getattr(_load_module(workspace.path / ORIGINAL_MODULE, "aether_original"), config.udf.function)
+    return_type = parse_type(config.udf.return_type)
+    if config.udf.kind == "pandas":
+        if force_arrow:
+            raise ValueError("the original is a pandas UDF, which already uses Arrow; original_arrow applies to row UDFs only")
+        wrapped = F.pandas_udf(_series_function(function), return_type)
+    else:
+        wrapped = F.udf(function, return_type, useArrow=True if force_arrow else config.udf.use_arrow)
+    return data.select(*[F.col(f"`{c}`") for c in columns], wrapped(*[F.col(f"`{c}`") for c in columns]).alias(OUT))
+
+
+def _candidate(workspace, target: str, data, columns: list[str]):
+    import hashlib
+
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from aether_mcp.candidates import candidate_path, declared_target
+    from aether_mcp.harness import arrow_batches
+    from aether_mcp.harness.target_evaluation import _import_candidate
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    from aether_mcp.spark_types import parse_type
+
+    path = candidate_path(workspace, target)
+    source = path.read_text(encoding="utf-8")
+    name = target.removeprefix("candidate:")
+    kind = declared_target(source, name)
+    inputs = [F.col(f"`{c}`") for c in columns]
+    return_type = parse_type(workspace.config.udf.return_type)
+    if kind == "sql":
+        built = _import_candidate(path, name).build(*inputs)
+        if isinstance(built, Column):
+            return data.select(*inputs, built.alias(OUT))
+        frame = data
+        for step_name, step_column in built:
+            frame = frame.withColumn(step_name, step_column)
+        return frame.select(*inputs, F.col(f"`{built[-1][0]}`").alias(OUT))
+    mapper = arrow_batches.make_passthrough_mapper(source, hashlib.sha256(source.encode()).hexdigest(), str(path), "evaluate", to_arrow_type(return_type))
+    schema = T.StructType([*data.schema.fields, T.StructField(OUT, return_type, True)])
+    return data.mapInArrow(mapper, schema)
+
+
+def _python_metrics(spark) -> dict[str, float]:
+    """Seconds Spark's SQL metrics attribute to Python in the latest query (by metric name, summed over nodes)."""
+    found: dict[str, float] = {}
+    try:
+        store = spark._jsparkSession.sharedState().statusStore()
+        executions = store.executionsList()
+        latest = executions.apply(executions.size() - 1)
+        values = store.executionMetrics(latest.executionId())
+        metrics = latest.metrics().iterator()
+        while metrics.hasNext():
+            metric = metrics.next()
+            if "Python" in metric.name() and metric.metricType() == "timing":
+                value = values.get(metric.accumulatorId())
+                if value.isDefined():
+                    found[metric.name()] = round(found.get(metric.name(), 0.0) + _seconds(value.get()), 4)
+    except Exception:  # metrics are a bonus: a Spark without them still gives timings
+        return {}
+    return found
+
+
+def _seconds(text: str) -> float:
+    """'614 ms (282 ms, ...)' or '3.6 s (...)' -> seconds of the total."""
+    number, unit = text.split()[:2]
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}.get(unit, 0.0)
+    return float(number.replace(",", "")) * scale
+
+
+class _WorkerMemory:
+    """Samples the summed resident memory of this application's Python workers while a run lasts."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self.running = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.peak = 0
+        self.running.set()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> int:
+        self.running.clear()
+        if self.thread is not None:
+            self.thread.join(2)
+        return self.peak
+
+    def _sample(self) -> None:
+        while self.running.is_set():
+            self.peak = max(self.peak, _python_worker_rss(os.getpid()))
+            time.sleep(0.05)
+
+
+def _python_worker_rss(root_pid: int) -> int:
+    """Bytes resident in the pyspark daemon and worker processes below `root_pid`."""
+    parents: dict[int, int] = {}
+    commands: dict[int, bytes] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_bytes()
+            parents[int(entry)] = int(stat.rsplit(b")", 1)[1].split()[1])
+            commands[int(entry)] = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+    total = 0
+    for pid, command in commands.items():
+        if b"pyspark.daemon" not in command and b"pyspark.worker" not in command:
+            continue
+        ancestor = parents.get(pid)
+        while ancestor and ancestor != root_pid:
+            ancestor = parents.get(ancestor)
+        if ancestor != root_pid:
+            continue
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+            total += next(int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:"))
+        except (OSError, StopIteration, ValueError):
+            continue
+    return total
+
+
+def _summary(exc: BaseException) -> str:
+    """The line of a (often very long) Spark error that says what went wrong."""
+    text = str(exc) or exc.__class__.__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for marker in ("PythonException", "Error:", "Exception:"):
+        for line in lines:
+            if marker in line and not line.startswith("at "):
+                return line[:500]
+    return (lines[0] if lines else "".join(traceback.format_exception_only(type(exc), exc)).strip())[:500]
+
+
+def _environment(spark, request: dict[str, Any]) -> dict[str, Any]:
+    cpu = ""
+    try:
+        cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), "")
+        memory_kb = next((int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")), 0)
+    except OSError:
+        memory_kb = 0
+    confs = dict(spark.conf.getAll)
+    return {
+        "spark_version": spark.version,
+        "master": request["master"],
+        "default_parallelism": spark.sparkContext.defaultParallelism,
+        "java_version": spark.sparkContext._jvm.System.getProperty("java.version"),
+        "python_version": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "cpu": cpu or platform.processor(),
+        "memory_gib": round(memory_kb / 1024 / 1024, 1),
+        "confs": {key: value for key, value in sorted(confs.items()) if key.startswith(CONF_PREFIXES) and not key.startswith(CONF_NOISE)},
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,103 @@
+"""`python -m aether_mcp.harness.micro_bench REQUEST.json`: time a candidate's entry point against the original.
+
+Both get the same rows in the form Spark hands them over: the candidate whole columns as
+arrow_batches builds them (null and NaN apart), a row UDF original one Python value per
+argument per row, a pandas UDF original whole pandas Series. One warm-up call each, then the
+two alternate for `repeats` rounds. On a GPU, device work is synchronized before the clock stops.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
+    out = Path(request["result"])
+    try:
+        result = _run(request)
+    except Exception as exc:  # the candidate's failure, reported to the server as data
+        result = {"error": f"{exc.__class__.__name__}: {exc}"[:1000]}
+    out.write_text(json.dumps(result), encoding="utf-8")
+    return 0
+
+
+def _run(request: dict[str, Any]) -> dict[str, Any]:
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    from aether_mcp.candidates import candidate_path
+    from aether_mcp.harness import arrow_batches
+    from aether_mcp.harness.target_evaluation import _load_module
+    from aether_mcp.path_guard import SandboxRoot
+    from aether_mcp.workspace import ORIGINAL_MODULE, Workspace
+
+    path = Path(request["workspace"])
+    workspace = Workspace(SandboxRoot(path), path)
+    config = workspace.config
+    table = pq.read_table(request["data"])
+    original = getattr(_load_module(workspace.path / ORIGINAL_MODULE, "aether_original"), config.udf.function)
+    source_path = candidate_path(workspace, request["target"])
+    source = source_path.read_text(encoding="utf-8")
+    evaluate = arrow_batches.candidate_module(source, hashlib.sha256(source.encode()).hexdigest(), str(source_path)).evaluate
+    series = [arrow_batches.column_to_series(column.combine_chunks()) for column in table.columns]
+    raised = [0]
+    if config.udf.kind == "pandas":
+        pandas_args = [column.to_pandas() for column in table.columns]
+
+        def run_original() -> None:
+            original(*pandas_args)
+    else:
+        rows = list(zip(*[column.to_pylist() for column in table.columns]))
+
+        def run_original() -> None:
+            failures = 0
+            for row in rows:
+                try:
+                    original(*row)
+                except Exception:
+                    failures += 1
+            raised[0] = failures
+
+    synchronize = _device_synchronizer()
+
+    def run_candidate() -> None:
+        evaluate(*series)
+        synchronize()
+
+    run_original()
+    run_candidate()
+    timings: dict[str, list[float]] = {"original": [], "candidate": []}
+    for _ in range(request["repeats"]):
+        for name, call in (("original", run_original), ("candidate", run_candidate)):
+            started = time.perf_counter()
+            call()
+            timings[name].append(time.perf_counter() - started)
+    return {**timings, "original_raised_rows": raised[0], "backend": "gpu" if synchronize is not _nothing else "cpu"}
+
+
+def _nothing() -> None:
+    return None
+
+
+def _device_synchronizer():
+    """cuda.synchronize() where a real GPU is in use; nothing on CPU."""
+    from aether_mcp.harness.worker_pool import has_gpu
+
+    if not has_gpu():
+        return _nothing
+    try:
+        from numba import cuda
+
+        return cuda.synchronize
+    except Exception:
+        return _nothing
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,481 @@
+"""generate_data and run_benchmark: Spark benchmarks of the original vs a candidate vs the no-UDF floor.
+
+A candidate must first pass byte_compare on a sample: speed of a wrong answer is not measured.
+The timed runs happen in a separate Spark application (aether_mcp.harness.bench_runner); this
+module checks the request, generates (or reuses) the data, runs it with progress and
+cancellation, and turns raw seconds into medians, a bootstrap interval for the speedup, the
+share of UDF overhead removed, a JSON record and a chart.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import secrets
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from aether_mcp import bench_data, deviations
+from aether_mcp.bench_data import GenerateDataResult
+from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
+from aether_mcp.harness import subprocess_runner
+from aether_mcp.harness.worker_pool import WorkerPool, has_gpu
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.tools.byte_compare import byte_compare
+from aether_mcp.workspace import Workspace, state_home
+
+MODES = ("floor", "original", "original_arrow", "candidate")
+BENCH_DIR = "bench"
+GATE_HIDDEN_ROWS = 2_000
+BOOTSTRAP_RESAMPLES = 4_000
+Progress = Callable[[int, int | None, str], None]
+
+
+class ModeResult(BaseModel):
+    mode: str
+    runs: int
+    median_s: float
+    min_s: float
+    max_s: float
+    cv: float = Field(description="coefficient of variation of the runs (stdev / mean)")
+    rows_per_s: float
+    python_s: dict[str, float] = Field(default_factory=dict, description="median seconds Spark's SQL metrics give Python per run (e.g. 'time to execute Python code'); empty where Spark reports none")
+
+
+class FailedMode(BaseModel):
+    mode: str
+    error: str
+
+
+class RunBenchmarkResult(BaseModel):
+    workspace: str
+    candidate: str
+    rows: int
+    repeats: int
+    warmup: int
+    modes: list[ModeResult]
+    failed: list[FailedMode] = Field(description="modes that could not run, with their errors; the others still ran")
+    speedup: float | None = Field(description="original median / candidate median")
+    speedup_ci: list[float] | None = Field(description="95% bootstrap interval [low, high] of the speedup")
+    overhead_eliminated: float | None = Field(description="(original - candidate) / (original - floor), from medians")
+    gate: str = Field(description="the byte_compare the candidate passed before any timing")
+    data: str
+    environment: dict[str, Any]
+    artifacts: dict[str, str] = Field(description="json: the full result with every run's seconds; chart: a PNG of the modes")
+    duration_s: float
+
+
+def generate_data(root: SandboxRoot, workspace: str, rows: int, seed: int | None = None, spec: dict[str, Any] | None = None, progress: Progress | None = None) -> GenerateDataResult:
+    opened = Workspace.open_intact(root, workspace)
+    return bench_data.generate(opened, rows, seed, spec, progress)
+
+
+def run_benchmark(
+    root: SandboxRoot,
+    workers: WorkerPool,
+    workspace: str,
+    candidate: str,
+    rows: int = 1_000_000,
+    repeats: int = 5,
+    warmup: int = 1,
+    modes: list[str] | None = None,
+    master: str | None = None,
+    spec: dict[str, Any] | None = None,
+    timeout_s: float = 3_600,
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
+) -> RunBenchmarkResult:
+    started = time.monotonic()
+    opened, name, _kind = _benchmarkable(root, workspace, candidate)
+    chosen = _checked(modes, rows, repeats, warmup, timeout_s)
+    report = progress or (lambda done, total, message: None)
+    gate_text = _gate(root, workers, workspace, name, cancel, report)
+    data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, None, message))
+    folder, raw = _run_application(opened, f"candidate:{name}", data.path, {"modes": chosen, "repeats": repeats, "warmup": warmup}, master, timeout_s, cancel, report)
+
+    measured = [_mode_result(mode, seconds, rows, raw.get("python_metrics", {}).get(mode, [])) for mode, seconds in raw["runs"].items() if seconds]
+    by_mode = {m.mode: m for m in measured}
+    speedup = speedup_ci = overhead = None
+    if "original" in by_mode and "candidate" in by_mode:
+        speedup = round(by_mode["original"].median_s / by_mode["candidate"].median_s, 3)
+        speedup_ci = bootstrap_ratio_ci(raw["runs"]["original"], raw["runs"]["candidate"])
+        if "floor" in by_mode and by_mode["original"].median_s > by_mode["floor"].median_s:
+            overhead = round((by_mode["original"].median_s - by_mode["candidate"].median_s) / (by_mode["original"].median_s - by_mode["floor"].median_s), 3)
+    result = RunBenchmarkResult(
+        workspace=str(opened.path),
+        candidate=name,
+        rows=rows,
+        repeats=repeats,
+        warmup=warmup,
+        modes=measured,
+        failed=[FailedMode(mode=mode, error=error) for mode, error in raw["failed"].items()],
+        speedup=speedup,
+        speedup_ci=speedup_ci,
+        overhead_eliminated=overhead,
+        gate=gate_text,
+        data=data.path,
+        environment={**raw["environment"], "deviations": [d.describe() for d in deviations.load(opened, name)]},
+        artifacts={"json": str(folder / "benchmark.json"), "chart": str(folder / "benchmark.png")},
+        duration_s=round(time.monotonic() - started, 3),
+    )
+    chart(result, raw["runs"], folder / "benchmark.png")
+    (folder / "benchmark.json").write_text(json.dumps({**result.model_dump(), "raw_seconds": raw["runs"], "order": raw["order"]}, indent=2), encoding="utf-8")
+    return result
+
+
+def _benchmarkable(root: SandboxRoot, workspace: str, candidate: str) -> tuple[Workspace, str, str]:
+    """The workspace, the candidate's name and its target kind; kernels need a real GPU."""
+    opened = Workspace.open_intact(root, workspace)
+    target = check_target(opened, candidate if candidate.startswith("candidate:") else f"candidate:{candidate}")
+    name = target.removeprefix("candidate:")
+    try:
+        kind = declared_target(candidate_path(opened, target).read_text(encoding="utf-8"), name)
+    except BadCandidate as exc:
+        raise ToolError(f"{exc}; fix the candidate (run_tests shows the same problem) and benchmark again.") from None
+    if kind == "kernel" and not has_gpu():
+        raise ToolError("this machine has no GPU: a kernel candidate would run under the CUDA simulator, which measures nothing about GPU speed. Benchmark it where a GPU is available.")
+    return opened, name, kind
+
+
+def _gate(root: SandboxRoot, workers: WorkerPool, workspace: str, name: str, cancel: threading.Event | None, report: Progress) -> str:
+    """Refuses a candidate that byte_compare does not find equal on a sample; what it passed, otherwise."""
+    report(0, None, f"byte_compare on {GATE_HIDDEN_ROWS} hidden rows before timing anything")
+    gate = byte_compare(root, workers, workspace, name, hidden_rows=GATE_HIDDEN_ROWS, cancel=cancel)
+    if not gate.equal:
+        why = gate.error or f"{sum(s.mismatched for s in gate.sources)} mismatching rows" + (f"; {'; '.join(gate.contract_problems)}" if gate.contract_problems else "")
+        raise ToolError(f"candidate {name!r} does not pass byte_compare ({why}; see {gate.result_path}); speed of a wrong answer is not measured. Fix it, or record_deviation for a difference you keep, then benchmark again.")
+    return f"byte_compare equal on {gate.rows_compared} rows" + (f" with deviations: {'; '.join(gate.policy.declared_deviations)}" if gate.policy.declared_deviations else "")
+
+
+def _run_application(
+    opened: Workspace, target: str, data: str, plan: dict[str, Any], master: str | None, timeout_s: float, cancel: threading.Event | None, report: Progress
+) -> tuple[Path, dict[str, Any]]:
+    """Run the benchmark's own Spark application on `plan`; (its folder, its raw result)."""
+    folder = _new_run_folder(opened)
+    request = {
+        "workspace": str(opened.path),
+        "target": target,
+        "data": data,
+        "master": master or opened.config.spark.master,
+        "seed": secrets.randbits(32),
+        "progress": str(folder / "progress.jsonl"),
+        "result": str(folder / "raw.json"),
+        **plan,
+    }
+    (folder / "request.json").write_text(json.dumps(request, indent=2), encoding="utf-8")
+    seen = [0]
+
+    def poll() -> None:
+        try:
+            lines = (folder / "progress.jsonl").read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return
+        for line in lines[seen[0] :]:
+            try:
+                step = json.loads(line)
+            except ValueError:
+                break
+            report(int(step["done"]), int(step["total"]) or None, str(step["message"]))
+            seen[0] += 1
+
+    return folder, _run_child(opened, "aether_mcp.harness.bench_runner", folder, "raw.json", timeout_s, cancel, poll, "the benchmark's Spark application")
+
+
+def _new_run_folder(opened: Workspace) -> Path:
+    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    folder = opened.state_dir / BENCH_DIR / run_id
+    folder.mkdir(parents=True)
+    return folder
+
+
+def _run_child(
+    opened: Workspace, module: str, folder: Path, result_name: str, timeout_s: float, cancel: threading.Event | None, poll: Callable[[], None] | None, what: str
+) -> dict[str, Any]:
+    """Run `python -m module folder/request.json` in its own process group; the JSON it writes to `result_name`."""
+    ended = subprocess_runner.run(
+        [sys.executable, "-I", "-B", "-m", module, str(folder / "request.json")],
+        cwd=folder,
+        log_path=folder / "run.log",
+        timeout_s=timeout_s,
+        env_extra=_child_env(opened),
+        cancel=cancel,
+        on_poll=poll,
+    )
+    if ended.cancelled:
+        raise ToolError(f"the benchmark was cancelled; {what} was stopped and nothing is left running.")
+    if ended.timed_out:
+        raise ToolError(f"the benchmark did not finish within {timeout_s:.0f}s and {what} was stopped; try fewer rows or repeats (log: {ended.log_path}).")
+    try:
+        return json.loads((folder / result_name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise ToolError(f"{what} failed (exit {ended.returncode}): {ended.tail[-1500:]} (log: {ended.log_path})") from None
+
+
+def _child_env(opened: Workspace) -> dict[str, str]:
+    return {"AETHER_MCP_STATE_DIR": str(state_home()), "SPARK_LOCAL_IP": "127.0.0.1", "PYARROW_IGNORE_TIMEZONE": "1", "TZ": opened.config.spark.conf.get("spark.sql.session.timeZone", "UTC")}
+
+
+def _checked(modes: list[str] | None, rows: int, repeats: int, warmup: int, timeout_s: float) -> list[str]:
+    chosen = list(MODES) if modes is None else list(dict.fromkeys(modes))
+    unknown = [m for m in chosen if m not in MODES]
+    if unknown or not chosen:
+        raise ToolError(f"modes may be any of {', '.join(MODES)} (got {', '.join(unknown) or 'none'}).")
+    if not 1 <= rows <= bench_data.MAX_ROWS:
+        raise ToolError(f"rows must be between 1 and {bench_data.MAX_ROWS}.")
+    if not 1 <= repeats <= 50 or not 0 <= warmup <= 10:
+        raise ToolError("repeats must be between 1 and 50, warmup between 0 and 10.")
+    if not 10 <= timeout_s <= 6 * 3600:
+        raise ToolError("timeout_s must be between 10 and 21600.")
+    return chosen
+
+
+def _mode_result(mode: str, seconds: list[float], rows: int, python: list[dict[str, float]] | None = None) -> ModeResult:
+    mean = statistics.fmean(seconds)
+    names = sorted({name for run in python or [] for name in run})
+    python_s = {name: round(statistics.median(run.get(name, 0.0) for run in python or []), 4) for name in names}
+    median = statistics.median(seconds)
+    return ModeResult(
+        mode=mode,
+        runs=len(seconds),
+        median_s=round(median, 4),
+        min_s=round(min(seconds), 4),
+        max_s=round(max(seconds), 4),
+        cv=round(statistics.pstdev(seconds) / mean, 4) if mean > 0 else 0.0,
+        rows_per_s=round(rows / median, 1) if median > 0 else math.inf,
+        python_s=python_s,
+    )
+
+
+def bootstrap_ratio_ci(numerator: list[float], denominator: list[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> list[float]:
+    """95% percentile-bootstrap interval of median(numerator) / median(denominator)."""
+    rng = np.random.default_rng(seed)
+    top, bottom = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
+    ratios = np.median(rng.choice(top, (resamples, top.size)), axis=1) / np.median(rng.choice(bottom, (resamples, bottom.size)), axis=1)
+    low, high = np.percentile(ratios, [2.5, 97.5])
+    return [round(float(low), 3), round(float(high), 3)]
+
+
+def chart(result: RunBenchmarkResult, runs: dict[str, list[float]], path: Path) -> None:
+    """Bars of the median seconds per mode, whiskers from the fastest to the slowest run, every run as a dot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = {"floor": "#9e9e9e", "original": "#d95f02", "original_arrow": "#e6ab02", "candidate": "#1b9e77"}
+    modes = list(result.modes)
+    figure, axes = plt.subplots(figsize=(7.5, 4.2), dpi=120)
+    positions = range(len(modes))
+    medians = [m.median_s for m in modes]
+    below = [m.median_s - m.min_s for m in modes]
+    above = [m.max_s - m.median_s for m in modes]
+    axes.bar(positions, medians, color=[colours.get(m.mode, "#7570b3") for m in modes], yerr=[below, above], capsize=6, width=0.6)
+    for position, mode in zip(positions, modes):
+        seconds = runs[mode.mode]
+        axes.scatter([position] * len(seconds), seconds, color="black", s=10, zorder=3)
+        axes.annotate(f"{mode.median_s:.2f}s", (position, mode.max_s), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=9)
+    axes.set_xticks(list(positions), [m.mode.replace("_", "\n") for m in modes])
+    axes.set_ylabel("seconds per run (median, min-max, every run)")
+    title = f"{result.candidate} vs the original UDF, {result.rows:,} rows, {result.repeats} runs each"
+    if result.speedup is not None and result.speedup_ci is not None:
+        title += f"\nspeedup {result.speedup:.2f}x (95% CI {result.speedup_ci[0]:.2f}-{result.speedup_ci[1]:.2f})"
+        if result.speedup < 1:
+            title += ": the candidate is slower than the original"
+        elif result.overhead_eliminated is not None:
+            title += f", {result.overhead_eliminated:.0%} of the UDF overhead removed"
+    axes.set_title(title, fontsize=10)
+    environment = result.environment
+    figure.text(0.01, 0.01, f"Spark {environment.get('spark_version')} {environment.get('master')}, {environment.get('cpu_count')} cores, {environment.get('cpu')}", fontsize=7, color="#555555")
+    axes.spines[["top", "right"]].set_visible(False)
+    figure.tight_layout(rect=(0, 0.03, 1, 1))
+    figure.savefig(path)
+    plt.close(figure)
+
+
+
+ARROW_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
+DEFAULT_SIZES = (1_000, 10_000, 50_000, 100_000, 500_000)
+
+
+class BatchPoint(BaseModel):
+    target: str = Field(description="candidate, or original for a pandas UDF original")
+    max_records_per_batch: int
+    median_s: float
+    min_s: float
+    max_s: float
+    peak_worker_mib: float = Field(description="peak resident memory of the Python workers during the runs")
+
+
+class TuneArrowBatchResult(BaseModel):
+    workspace: str
+    candidate: str
+    rows: int
+    points: list[BatchPoint]
+    failed: list[FailedMode]
+    best: dict[str, int] = Field(description="fastest batch size per target")
+    recommendation: str
+    gate: str
+    artifacts: dict[str, str]
+    duration_s: float
+
+
+def tune_arrow_batch(
+    root: SandboxRoot,
+    workers: WorkerPool,
+    workspace: str,
+    candidate: str,
+    sizes: list[int] | None = None,
+    rows: int = 1_000_000,
+    repeats: int = 3,
+    master: str | None = None,
+    spec: dict[str, Any] | None = None,
+    timeout_s: float = 3_600,
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
+) -> TuneArrowBatchResult:
+    started = time.monotonic()
+    opened, name, kind = _benchmarkable(root, workspace, candidate)
+    if kind == "sql":
+        raise ToolError("a sql candidate runs in the JVM and never sees Arrow batches; tune_arrow_batch is for vectorized candidates (use run_benchmark for sql).")
+    chosen = sorted(set(sizes or DEFAULT_SIZES))
+    if not 1 <= len(chosen) <= 12 or not all(isinstance(size, int) and 1 <= size <= 10_000_000 for size in chosen):
+        raise ToolError("sizes must be 1 to 12 batch sizes between 1 and 10000000 rows, e.g. [1000, 10000, 100000].")
+    _checked(None, rows, repeats, 1, timeout_s)
+    report = progress or (lambda done, total, message: None)
+    gate_text = _gate(root, workers, workspace, name, cancel, report)
+    data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, None, message))
+    targets = ["candidate"] + (["original"] if opened.config.udf.kind == "pandas" else [])
+    variants = [{"label": f"{target}@{size}", "mode": target, "conf": {ARROW_BATCH_CONF: size}} for target in targets for size in chosen]
+    folder, raw = _run_application(opened, f"candidate:{name}", data.path, {"variants": variants, "modes": targets, "repeats": repeats, "warmup": 1}, master, timeout_s, cancel, report)
+    points = []
+    for variant in variants:
+        seconds = raw["runs"].get(variant["label"])
+        if seconds:
+            points.append(
+                BatchPoint(
+                    target=variant["mode"],
+                    max_records_per_batch=variant["conf"][ARROW_BATCH_CONF],
+                    median_s=round(statistics.median(seconds), 4),
+                    min_s=round(min(seconds), 4),
+                    max_s=round(max(seconds), 4),
+                    peak_worker_mib=round(raw["peak_worker_rss"].get(variant["label"], 0) / 2**20, 1),
+                )
+            )
+    best = {target: min((p for p in points if p.target == target), key=lambda p: p.median_s).max_records_per_batch for target in targets if any(p.target == target for p in points)}
+    if "candidate" in best:
+        size = best["candidate"]
+        recommendation = f'set {ARROW_BATCH_CONF}={size} for the job (spark.conf.set("{ARROW_BATCH_CONF}", "{size}"), or --conf {ARROW_BATCH_CONF}={size}); the default is 10000.'
+    else:
+        recommendation = "no batch size ran to completion; see failed."
+    result = TuneArrowBatchResult(
+        workspace=str(opened.path),
+        candidate=name,
+        rows=rows,
+        points=points,
+        failed=[FailedMode(mode=label, error=error) for label, error in raw["failed"].items()],
+        best=best,
+        recommendation=recommendation,
+        gate=gate_text,
+        artifacts={"json": str(folder / "arrow_batch.json"), "chart": str(folder / "arrow_batch.png")},
+        duration_s=round(time.monotonic() - started, 3),
+    )
+    _batch_chart(result, folder / "arrow_batch.png")
+    (folder / "arrow_batch.json").write_text(json.dumps({**result.model_dump(), "raw_seconds": raw["runs"], "environment": raw["environment"]}, indent=2), encoding="utf-8")
+    return result
+
+
+def _batch_chart(result: TuneArrowBatchResult, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, time_axes = plt.subplots(figsize=(7.5, 4.2), dpi=120)
+    memory_axes = time_axes.twinx()
+    for target, colour in (("candidate", "#1b9e77"), ("original", "#d95f02")):
+        points = [p for p in result.points if p.target == target]
+        if not points:
+            continue
+        sizes = [p.max_records_per_batch for p in points]
+        time_axes.errorbar(sizes, [p.median_s for p in points], yerr=[[p.median_s - p.min_s for p in points], [p.max_s - p.median_s for p in points]], marker="o", color=colour, capsize=4, label=f"{target}: seconds")
+        memory_axes.plot(sizes, [p.peak_worker_mib for p in points], linestyle="--", marker="x", color=colour, alpha=0.6, label=f"{target}: worker MiB")
+    time_axes.set_xscale("log")
+    time_axes.set_xlabel("spark.sql.execution.arrow.maxRecordsPerBatch")
+    time_axes.set_ylabel("seconds per run (median, min-max)")
+    memory_axes.set_ylabel("peak Python worker memory (MiB)")
+    best = result.best.get("candidate")
+    time_axes.set_title(f"{result.candidate}: Arrow batch size sweep, {result.rows:,} rows" + (f"; fastest at {best:,}" if best else ""), fontsize=10)
+    handles = time_axes.get_legend_handles_labels()
+    extra = memory_axes.get_legend_handles_labels()
+    time_axes.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=8, loc="upper center")
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
+class MicroBenchmarkResult(BaseModel):
+    workspace: str
+    candidate: str
+    rows: int
+    repeats: int
+    original_median_s: float = Field(description="the original function over the rows, in plain Python (a pandas UDF on whole Series)")
+    candidate_median_s: float = Field(description="the candidate's evaluate(*series) on the same rows")
+    speedup: float
+    original_s: list[float]
+    candidate_s: list[float]
+    original_raised_rows: int = Field(description="rows on which the original raised (timed, then skipped)")
+    backend: str
+    note: str = "the entry points alone, in one process: no Spark, no serialization; run_benchmark measures the job"
+    duration_s: float
+
+
+def micro_benchmark(
+    root: SandboxRoot,
+    workspace: str,
+    candidate: str,
+    rows: int = 100_000,
+    repeats: int = 5,
+    spec: dict[str, Any] | None = None,
+    timeout_s: float = 1_800,
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
+) -> MicroBenchmarkResult:
+    """The candidate's entry point vs the original function on in-memory data, in a child process (agent code never runs in the server)."""
+    started = time.monotonic()
+    opened, name, kind = _benchmarkable(root, workspace, candidate)
+    if kind == "sql":
+        raise ToolError("a sql candidate is a Spark expression with no entry point to time on its own; use run_benchmark.")
+    _checked(None, rows, repeats, 0, timeout_s)
+    report = progress or (lambda done, total, message: None)
+    data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, None, message))
+    folder = _new_run_folder(opened)
+    request = {"workspace": str(opened.path), "target": f"candidate:{name}", "data": data.path, "repeats": repeats, "result": str(folder / "micro.json")}
+    (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
+    report(0, None, f"timing evaluate() and the original on {rows} rows")
+    raw = _run_child(opened, "aether_mcp.harness.micro_bench", folder, "micro.json", timeout_s, cancel, None, "the micro-benchmark process")
+    if raw.get("error"):
+        raise ToolError(f"micro_benchmark could not run the candidate: {raw['error']}; run_tests and byte_compare show where it fails.")
+    original, candidate_s = raw["original"], raw["candidate"]
+    return MicroBenchmarkResult(
+        workspace=str(opened.path),
+        candidate=name,
+        rows=rows,
+        repeats=repeats,
+        original_median_s=round(statistics.median(original), 5),
+        candidate_median_s=round(statistics.median(candidate_s), 5),
+        speedup=round(statistics.median(original) / statistics.median(candidate_s), 3) if statistics.median(candidate_s) > 0 else math.inf,
+        original_s=[round(v, 5) for v in original],
+        candidate_s=[round(v, 5) for v in candidate_s],
+        original_raised_rows=raw["original_raised_rows"],
+        backend=raw["backend"],
+        duration_s=round(time.monotonic() - started, 3),
+    )

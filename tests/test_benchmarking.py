@@ -1,0 +1,253 @@
+"""generate_data and run_benchmark: deterministic data, interleaved timed runs, honest failures and refusals."""
+
+import json
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.tools import files, workspaces
+from aether_mcp.tools.benchmarking import bootstrap_ratio_ci, generate_data, micro_benchmark, run_benchmark, tune_arrow_batch
+from conftest import EXAMPLES, SQL_CANDIDATE, VECTORIZED_CANDIDATE
+
+POSITIVE_WEIGHTS = {"weight": {"min": 0.1, "max": 50.0}}
+
+
+def test_generated_data_is_deterministic_and_reused(root, workspace):
+    first = generate_data(root, workspace, 20_000, seed=7)
+    again = generate_data(root, workspace, 20_000, seed=7)
+    other = generate_data(root, workspace, 20_000, seed=8)
+    assert not first.reused and again.reused and again.path == first.path and other.path != first.path
+    table = pq.read_table(first.path)
+    assert table.num_rows == 20_000 and table.schema.names == ["weight", "express"]
+    assert str(table.schema.field("weight").type) == "double" and str(table.schema.field("express").type) == "bool"
+    assert pq.read_table(other.path).column("weight") != table.column("weight")
+    nulls = table.column("weight").null_count / table.num_rows
+    assert 0.03 < nulls < 0.07  # 5% by default
+    weights = table.column("weight").drop_null().to_pylist()
+    assert {2.0, 0} <= set(weights)  # the constants the original compares against appear as they are
+    assert min(weights) < 0 < 2.0 < max(weights)  # and the range spreads around them
+
+
+def test_a_spec_shapes_each_column(root, workspace):
+    result = generate_data(root, workspace, 5_000, spec={"weight": {"min": 0.5, "max": 3.0, "null_rate": 0.0}, "express": {"values": [True]}})
+    table = pq.read_table(result.path)
+    weights = table.column("weight").to_pylist()
+    assert None not in weights and 0.5 <= min(weights) and max(weights) <= 3.0
+    assert set(table.column("express").drop_null().to_pylist()) == {True}
+    assert result.columns[0].generated_from.startswith("70% uniform in [0.5, 3.0]")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"price": {"min": 1}}, "spec names 'price', which is not an argument; arguments: weight, express"),
+        ({"weight": {"mean": 1}}, "may set only max, min, null_rate, values"),
+        ({"weight": {"null_rate": 2}}, "null_rate must be between 0 and 1"),
+        ({"weight": {"min": 5, "max": 1}}, "min is above its max"),
+        ({"weight": {"values": ["heavy"]}}, "values do not fit double"),
+        ({"weight": {"min": float("nan")}}, "must be finite numbers"),
+    ],
+)
+def test_bad_specs_are_refused_with_an_example(root, workspace, spec, message):
+    with pytest.raises(ToolError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        generate_data(root, workspace, 100, spec=spec)
+
+
+def test_rows_and_seed_are_checked(root, workspace):
+    with pytest.raises(ToolError, match="rows must be between 1 and 50000000"):
+        generate_data(root, workspace, 0)
+    with pytest.raises(ToolError, match="seed must be a non-negative integer"):
+        generate_data(root, workspace, 10, seed=-1)
+
+
+def test_the_bootstrap_interval_brackets_the_ratio_of_medians():
+    original, candidate = [2.0, 2.2, 2.1, 1.9, 2.05], [1.0, 1.1, 0.95, 1.05, 1.0]
+    low, high = bootstrap_ratio_ci(original, candidate)
+    assert low <= 2.05 / 1.0 <= high and 1.6 < low and high < 2.4
+    assert bootstrap_ratio_ci([3.0] * 4, [1.5] * 4) == [2.0, 2.0]
+
+
+def test_benchmark_arguments_are_checked_before_anything_runs(root, workspace, workers):
+    files.write_file(root, workspace, "candidate/fast.py", VECTORIZED_CANDIDATE)
+    with pytest.raises(ToolError, match="modes may be any of floor, original, original_arrow, candidate"):
+        run_benchmark(root, workers, workspace, "fast", modes=["fastest"])
+    with pytest.raises(ToolError, match="repeats must be between 1 and 50"):
+        run_benchmark(root, workers, workspace, "fast", repeats=0)
+    files.write_file(root, workspace, "candidate/kern.py", "TARGET = 'kernel'\n\ndef evaluate(weight, express):\n    return weight\n")
+    with pytest.raises(ToolError, match="no GPU: a kernel candidate would run under the CUDA simulator"):
+        run_benchmark(root, workers, workspace, "kern")
+
+
+@pytest.mark.slow
+def test_a_wrong_candidate_is_refused_before_timing(root, workspace, workers):
+    files.write_file(root, workspace, "candidate/wrong.py", SQL_CANDIDATE.replace("* 1.5", "* 1.25"))
+    with pytest.raises(ToolError, match="does not pass byte_compare .*speed of a wrong answer is not measured"):
+        run_benchmark(root, workers, workspace, "wrong", rows=1000)
+    assert not (Path(workspace) / ".aether" / "bench").exists()
+
+
+@pytest.fixture
+def loyalty(tmp_path):
+    shutil.copytree(EXAMPLES / "loyalty_pricing", tmp_path / "loyalty_pricing")
+    root = SandboxRoot(tmp_path)
+    ws = workspaces.init_workspace(root, "loyalty_pricing/job.py", "loyalty_discount", arg_types={"age": "int"}).workspace
+    files.write_file(root, ws, "candidate/discount_sql.py", (EXAMPLES / "loyalty_pricing" / "candidates" / "discount_sql.py").read_text())
+    return root, ws
+
+
+@pytest.mark.slow
+def test_every_mode_is_timed_interleaved_with_a_chart_and_a_record(loyalty, workers):
+    root, ws = loyalty
+    seen = []
+    result = run_benchmark(root, workers, ws, "discount_sql", rows=4000, repeats=3, warmup=1, progress=lambda done, total, message: seen.append(message))
+    assert [m.mode for m in result.modes] == ["floor", "original", "original_arrow", "candidate"] and result.failed == []
+    assert all(m.runs == 3 and m.min_s <= m.median_s <= m.max_s and m.rows_per_s > 0 for m in result.modes)
+    assert result.speedup is not None and result.speedup_ci[0] <= result.speedup <= result.speedup_ci[1]
+    assert result.overhead_eliminated is not None and result.gate.startswith("byte_compare equal on ")
+    by_mode = {m.mode: m for m in result.modes}
+    assert by_mode["original"].python_s["time to execute Python code"] > 0 and by_mode["floor"].python_s == {}
+    assert result.environment["spark_version"] and result.environment["confs"]["spark.sql.session.timeZone"]
+    record = json.loads(Path(result.artifacts["json"]).read_text())
+    assert {mode: len(seconds) for mode, seconds in record["raw_seconds"].items()} == {m: 3 for m in ("floor", "original", "original_arrow", "candidate")}
+    assert len(record["order"]) == 4 and all(sorted(r) == sorted(record["order"][0]) for r in record["order"])
+    assert Path(result.artifacts["chart"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert any(message.startswith("warm-up: ") for message in seen) and any(message.startswith("round 3: ") for message in seen)
+
+
+@pytest.mark.slow
+def test_a_mode_that_fails_is_reported_and_the_others_still_run(root, workspace, workers):
+    files.write_file(root, workspace, "candidate/fast.py", VECTORIZED_CANDIDATE)
+    # Default data has non-positive weights, on which the job's UDF raises: every UDF mode fails, the floor runs.
+    result = run_benchmark(root, workers, workspace, "fast", rows=2000, repeats=1, warmup=0, modes=["floor", "original", "candidate"])
+    assert [m.mode for m in result.modes] == ["floor"] and result.speedup is None
+    errors = {f.mode: f.error for f in result.failed}
+    assert set(errors) == {"original", "candidate"} and all("weight must be positive" in e for e in errors.values())
+    kept = run_benchmark(root, workers, workspace, "fast", rows=2000, repeats=2, warmup=0, modes=["original", "candidate"], spec=POSITIVE_WEIGHTS)
+    assert [m.mode for m in kept.modes] == ["original", "candidate"] and kept.failed == [] and kept.speedup is not None
+    assert kept.overhead_eliminated is None  # no floor measured, so no share of overhead
+
+
+def _runner_processes() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if b"aether_mcp.harness.bench_runner" in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.slow
+def test_cancelling_stops_the_benchmark_application(root, workspace, workers):
+    files.write_file(root, workspace, "candidate/fee.py", SQL_CANDIDATE)
+    cancel = threading.Event()
+    outcome = {}
+
+    def run() -> None:
+        try:
+            run_benchmark(root, workers, workspace, "fee", rows=200_000, repeats=50, warmup=0, spec=POSITIVE_WEIGHTS, cancel=cancel)
+        except ToolError as exc:
+            outcome["error"] = str(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 180
+    while not _runner_processes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _runner_processes(), "the benchmark application never started"
+    time.sleep(2)
+    cancel.set()
+    thread.join(60)
+    assert "the benchmark was cancelled" in outcome["error"]
+    assert _runner_processes() == []
+    assert os.environ.get("AETHER_MCP_STATE_DIR")  # the suite's own state dir was used, not the user's
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def standalone_cluster(tmp_path):
+    """A Spark standalone master and one worker on 127.0.0.1, stopped (process groups killed) afterwards."""
+    import signal
+    import subprocess
+
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp_path), "SPARK_WORKER_DIR": str(tmp_path / "work")}
+    port = _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    started = []
+    master_log = tmp_path / "master.log"
+    for argv, log in (
+        (["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port())], master_log),
+        (["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", str(_free_port())], tmp_path / "worker.log"),
+    ):
+        with open(log, "wb") as out:
+            started.append(subprocess.Popen([str(home / "bin" / "spark-class"), *argv], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
+        if log == master_log:
+            deadline = time.monotonic() + 60
+            while b"Starting Spark master" not in master_log.read_bytes() and time.monotonic() < deadline:
+                time.sleep(0.3)
+    deadline = time.monotonic() + 90
+    while b"Registering worker" not in master_log.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert b"Registering worker" in master_log.read_bytes(), master_log.read_text()[-2000:]
+    yield url
+    for process in started:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(10)
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_on_a_standalone_cluster(loyalty, workers, standalone_cluster):
+    root, ws = loyalty
+    result = run_benchmark(root, workers, ws, "discount_sql", rows=3000, repeats=1, warmup=0, modes=["floor", "original", "candidate"], master=standalone_cluster)
+    assert result.environment["master"] == standalone_cluster and result.failed == []
+    assert [m.mode for m in result.modes] == ["floor", "original", "candidate"]
+
+
+@pytest.mark.slow
+def test_micro_benchmark_times_the_entry_points_alone(root, workspace):
+    files.write_file(root, workspace, "candidate/fast.py", VECTORIZED_CANDIDATE)
+    result = micro_benchmark(root, workspace, "fast", rows=3000, repeats=2, spec=POSITIVE_WEIGHTS)
+    assert len(result.original_s) == len(result.candidate_s) == 2 and result.original_median_s > 0 and result.candidate_median_s > 0
+    assert result.backend == "cpu" and result.original_raised_rows == 0 and result.speedup > 0
+    with pytest.raises(ToolError, match="could not run the candidate: ValueError: weight must be positive"):
+        micro_benchmark(root, workspace, "fast", rows=3000, repeats=1)  # default data has non-positive weights
+    files.write_file(root, workspace, "candidate/fee.py", SQL_CANDIDATE)
+    with pytest.raises(ToolError, match="a sql candidate is a Spark expression with no entry point"):
+        micro_benchmark(root, workspace, "fee", rows=100)
+
+
+@pytest.mark.slow
+def test_tune_arrow_batch_sweeps_sizes_and_recommends_one(root, workspace, workers):
+    files.write_file(root, workspace, "candidate/fast.py", VECTORIZED_CANDIDATE)
+    result = tune_arrow_batch(root, workers, workspace, "fast", sizes=[4000, 100, 1000], rows=4000, repeats=1, spec=POSITIVE_WEIGHTS)
+    assert [p.max_records_per_batch for p in result.points] == [100, 1000, 4000] and result.failed == []
+    assert all(p.target == "candidate" and p.median_s > 0 and p.peak_worker_mib > 0 for p in result.points)
+    assert result.best["candidate"] in (100, 1000, 4000) and f"maxRecordsPerBatch={result.best['candidate']}" in result.recommendation
+    assert Path(result.artifacts["chart"]).read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ToolError, match="sizes must be 1 to 12 batch sizes"):
+        tune_arrow_batch(root, workers, workspace, "fast", sizes=[0])
+    files.write_file(root, workspace, "candidate/fee.py", SQL_CANDIDATE)
+    with pytest.raises(ToolError, match="never sees Arrow batches"):
+        tune_arrow_batch(root, workers, workspace, "fee")
