@@ -1,0 +1,65 @@
+"""run_benchmark on every bundled example's candidate, as the README reports it.
+
+Prints a Markdown table (rows, per-mode medians, speedup with its 95% interval, share of the
+UDF overhead removed) and the machine. Run it twice to see how stable the speedups are:
+
+    .venv/bin/python benchmarks/udf_suite.py [--rows 1000000] [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from compare_latency import EXAMPLES, machine  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=7)
+    options = parser.parse_args()
+    os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-bench-state-")
+    from aether_mcp.harness.worker_pool import WorkerPool
+    from aether_mcp.path_guard import SandboxRoot
+    from aether_mcp.tools import files, workspaces
+    from aether_mcp.tools.benchmarking import run_benchmark
+
+    lines = [
+        "| example | candidate | rows | floor (s) | original (s) | original_arrow (s) | candidate (s) | speedup (95% CI) | overhead removed |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    pool = WorkerPool()
+    try:
+        for example, udf, arg_types, candidate in EXAMPLES:
+            base = Path(tempfile.mkdtemp(prefix="aether-suite-"))
+            shutil.copytree(REPO / "examples" / example, base / example)
+            root = SandboxRoot(base)
+            ws = workspaces.init_workspace(root, f"{example}/job.py", udf, arg_types=arg_types).workspace
+            files.write_file(root, ws, f"candidate/{candidate}.py", (REPO / "examples" / example / "candidates" / f"{candidate}.py").read_text())
+            result = run_benchmark(root, pool, ws, candidate, rows=options.rows, repeats=options.repeats, warmup=1)
+            medians = {m.mode: f"{m.median_s:.2f}" for m in result.modes}
+            medians.update({f.mode: "n/a" for f in result.failed})
+            interval = f"{result.speedup:.2f}x ({result.speedup_ci[0]:.2f}-{result.speedup_ci[1]:.2f})" if result.speedup else "n/a"
+            overhead = f"{result.overhead_eliminated:.0%}" if result.overhead_eliminated is not None else "n/a"
+            lines.append(
+                f"| {example} | {candidate} | {options.rows:,} | {medians.get('floor', '-')} | {medians.get('original', '-')} | "
+                f"{medians.get('original_arrow', '-')} | {medians.get('candidate', '-')} | {interval} | {overhead} |"
+            )
+            for failed in result.failed:
+                print(f"{example}: {failed.mode} failed: {failed.error}", file=sys.stderr)
+            print(f"{example}: chart {result.artifacts['chart']}", file=sys.stderr)
+    finally:
+        pool.close()
+    print("\n".join(lines))
+    print(f"\nMachine: {machine()}; {options.repeats} recorded runs per mode after one warm-up round, modes interleaved.")
+
+
+if __name__ == "__main__":
+    main()
