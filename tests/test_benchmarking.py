@@ -110,8 +110,13 @@ def test_every_mode_is_timed_interleaved_with_a_chart_and_a_record(loyalty, work
     assert [m.mode for m in result.modes] == ["floor", "original", "original_arrow", "candidate"] and result.failed == []
     assert all(m.runs == 3 and m.min_s <= m.median_s <= m.max_s and m.rows_per_s > 0 for m in result.modes)
     assert result.speedup is not None and result.speedup_ci[0] <= result.speedup <= result.speedup_ci[1]
-    assert result.overhead_eliminated is not None and result.gate.startswith("byte_compare equal on ")
+    assert result.gate.startswith("byte_compare equal on ")
     by_mode = {m.mode: m for m in result.modes}
+    original, floor, candidate = by_mode["original"].median_s, by_mode["floor"].median_s, by_mode["candidate"].median_s
+    if original > floor:  # at a few thousand rows Spark's fixed costs can hide the UDF: then there is no overhead to share
+        assert result.overhead_eliminated == round((original - candidate) / (original - floor), 3)
+    else:
+        assert result.overhead_eliminated is None
     assert by_mode["original"].python_s["time to execute Python code"] > 0 and by_mode["floor"].python_s == {}
     assert result.environment["spark_version"] and result.environment["confs"]["spark.sql.session.timeZone"]
     record = json.loads(Path(result.artifacts["json"]).read_text())
