@@ -14,7 +14,6 @@ import decimal
 import hashlib
 import json
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -246,4 +245,7 @@ def _arrow_type(data_type: T.DataType, name: str) -> pa.DataType:
         return pa.date32()
     if isinstance(data_type, T.TimestampType):
         return pa.timestamp("us", tz="UTC")
-    raise ToolError(f"argument {name!r} has type {data_type.simpleString()}, which benchmark data does not generate yet.")
+    raise ToolError(
+        f"argument {name!r} has type {data_type.simpleString()}, which benchmark data does not generate yet "
+        "(supported: boolean, integers, float, double, decimal, string, binary, date, timestamp); byte_compare and audit_candidate still work for this UDF."
+    )

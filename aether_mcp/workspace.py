@@ -10,6 +10,7 @@ each recorded file is kept under `.aether/protected/` to recover from.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import fcntl
 import hashlib
 import hmac
@@ -282,3 +283,9 @@ def _signing_key() -> bytes:
 def sign(body: str) -> str:
     """HMAC of `body` under the key kept outside every workspace."""
     return hmac.new(_signing_key(), body.encode(), hashlib.sha256).hexdigest()
+
+
+def new_run_id(label: str = "") -> str:
+    """A sortable, unique name for one run's folder: UTC time, an optional label, random hex."""
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}-{label}-{secrets.token_hex(3)}" if label else f"{stamp}-{secrets.token_hex(3)}"

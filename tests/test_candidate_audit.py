@@ -110,3 +110,18 @@ def test_checksums_see_in_place_changes():
     assert candidate_audit.checksum([s.copy() for s in series]) == before
     series[0][1] = 2.0
     assert candidate_audit.checksum(series) != before
+
+
+def test_audit_refusals_come_before_any_spark_work(root, workspace):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from aether_mcp.tools import files
+    from aether_mcp.tools.cheat_audit import audit_candidate
+
+    files.write_file(root, workspace, "candidate/broken.py", "TARGET = 'vectorized'\n\ndef evaluate(weight, express)\n    return weight\n")
+    with pytest.raises(ToolError, match="candidate/broken.py has a syntax error at line 3.*and audit again"):
+        audit_candidate(root, None, workspace, "broken", hidden_rows_count=1000)
+    with pytest.raises(ToolError, match="hidden_rows must be between 1000 and 200000"):
+        audit_candidate(root, None, workspace, "broken", hidden_rows_count=999)
+    with pytest.raises(ToolError, match="watched_rows must be positive and grow at least fourfold"):
+        audit_candidate(root, None, workspace, "broken", watched_rows=(1000, 2000))

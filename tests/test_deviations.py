@@ -38,7 +38,9 @@ def test_predicates_evaluate_over_the_arguments(text, row, expected):
 def test_string_predicates_use_only_allowed_methods():
     predicate = Predicate("tier is None or tier.strip().lower() == 'gold'", ["tier"])
     assert predicate([" GOLD "]) and predicate([None]) and not predicate(["silver"])
-    assert not Predicate("tier * 1000000000 == ''", ["tier"])(["x"])  # no string repetition, so no huge values
+    assert Predicate("tier + tier == 'xx'", ["tier"])(["x"])
+    assert not Predicate("tier * 2 == 'xx'", ["tier"])(["x"])  # no string repetition (it could build huge values)
+    assert not Predicate("'%s' % tier == 'x'", ["tier"])(["x"])  # nor %-formatting
 
 
 @pytest.mark.parametrize(

@@ -135,13 +135,12 @@ def _original(workspace, data, columns: list[str], force_arrow: bool):
 def _candidate(workspace, target: str, data, columns: list[str]):
     import hashlib
 
-    from pyspark.sql import Column
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     from aether_mcp.candidates import candidate_path, declared_target
     from aether_mcp.harness import arrow_batches
-    from aether_mcp.harness.target_evaluation import _import_candidate
+    from aether_mcp.harness.target_evaluation import _apply_build, _import_candidate
     from pyspark.sql.pandas.types import to_arrow_type
 
     from aether_mcp.spark_types import parse_type
@@ -153,13 +152,7 @@ def _candidate(workspace, target: str, data, columns: list[str]):
     inputs = [F.col(f"`{c}`") for c in columns]
     return_type = parse_type(workspace.config.udf.return_type)
     if kind == "sql":
-        built = _import_candidate(path, name).build(*inputs)
-        if isinstance(built, Column):
-            return data.select(*inputs, built.alias(OUT))
-        frame = data
-        for step_name, step_column in built:
-            frame = frame.withColumn(step_name, step_column)
-        return frame.select(*inputs, F.col(f"`{built[-1][0]}`").alias(OUT))
+        return _apply_build(data, _import_candidate(path, name).build(*inputs), target, keep=inputs)
     mapper = arrow_batches.make_passthrough_mapper(source, hashlib.sha256(source.encode()).hexdigest(), str(path), "evaluate", to_arrow_type(return_type))
     schema = T.StructType([*data.schema.fields, T.StructField(OUT, return_type, True)])
     return data.mapInArrow(mapper, schema)

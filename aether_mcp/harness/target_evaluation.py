@@ -423,13 +423,15 @@ def _raising_probe(function: Callable[..., Any]) -> Callable[..., str | None]:
     return probe
 
 
-def _apply_build(frame: DataFrame, built: Any, label: str) -> DataFrame:
+def _apply_build(frame: DataFrame, built: Any, label: str, keep: list[Column | str] | None = None) -> DataFrame:
+    """`frame` with the columns in `keep` (default: the row id) and the build's result as OUTPUT."""
+    keep = [ROW_ID] if keep is None else keep
     if isinstance(built, Column):
-        return frame.select(ROW_ID, built.alias(OUTPUT))
+        return frame.select(*keep, built.alias(OUTPUT))
     if isinstance(built, (list, tuple)) and built and all(_is_step(step) for step in built):
         for step_name, step_column in built:
             frame = frame.withColumn(step_name, step_column)
-        return frame.select(ROW_ID, F.col(f"`{built[-1][0]}`").alias(OUTPUT))
+        return frame.select(*keep, F.col(f"`{built[-1][0]}`").alias(OUTPUT))
     raise TargetError(f"{label}: build(*cols) must return a Column or a non-empty list of (name, Column) steps, not {type(built).__name__}")
 
 

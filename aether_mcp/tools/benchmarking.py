@@ -9,7 +9,6 @@ share of UDF overhead removed, a JSON record and a chart.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import secrets
@@ -31,7 +30,7 @@ from aether_mcp.harness import subprocess_runner
 from aether_mcp.harness.worker_pool import WorkerPool, has_gpu
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools.byte_compare import byte_compare
-from aether_mcp.workspace import Workspace, state_home
+from aether_mcp.workspace import Workspace, new_run_id, state_home
 
 MODES = ("floor", "original", "original_arrow", "candidate")
 BENCH_DIR = "bench"
@@ -191,7 +190,7 @@ def _run_application(
 
 
 def _new_run_folder(opened: Workspace) -> Path:
-    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    run_id = new_run_id()
     folder = opened.state_dir / BENCH_DIR / run_id
     folder.mkdir(parents=True)
     return folder

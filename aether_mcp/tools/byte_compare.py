@@ -9,7 +9,6 @@ rows are shrunk to small counterexamples before they are reported.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import random
@@ -36,7 +35,7 @@ from aether_mcp.deviations import AppliedDeviations
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.test_freeze import require_frozen_tests_intact
 from aether_mcp.spark_types import parse_type, unsupported_part
-from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace
+from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace, new_run_id
 
 Source = Literal["tests", "edge", "hidden"]
 MAX_HIDDEN_ROWS = 200_000
@@ -225,7 +224,7 @@ def byte_compare(
         for name in ("tests", "edge", "hidden")
     ]
     equal = error is None and not contract_problems and sum(mismatched.values()) == 0
-    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    run_id = new_run_id()
     result_path = opened.state_dir / "runs" / run_id / "byte_compare.json"
     result = ByteCompareResult(
         workspace=str(opened.path),

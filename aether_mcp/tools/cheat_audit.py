@@ -7,7 +7,6 @@ and an intact workspace whose tests, if frozen, are as recorded. Every rule is c
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import secrets
@@ -28,7 +27,7 @@ from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.test_freeze import freeze_record, require_frozen_tests_intact
 from aether_mcp.tools.byte_compare import ByteCompareResult, byte_compare
-from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace
+from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace, new_run_id
 
 SMALL_ROWS = 1_000
 LARGE_ROWS = 20_000
@@ -110,7 +109,7 @@ def audit_candidate(
     elif not comparison.equal:
         mismatched = sum(s.mismatched for s in comparison.sources)
         reasons.append(f"byte_compare found {mismatched} mismatching rows" + (f" and {'; '.join(comparison.contract_problems)}" if comparison.contract_problems else ""))
-    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    run_id = new_run_id()
     result_path = opened.state_dir / "runs" / run_id / "audit_candidate.json"
     result = AuditCandidateResult(
         workspace=str(opened.path),

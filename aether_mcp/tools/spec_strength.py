@@ -9,7 +9,6 @@ tests/cases.py are unchanged.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import secrets
@@ -32,7 +31,7 @@ from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.input_json import session_naive, to_json_row
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import parse_type
-from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace
+from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace, new_run_id
 
 RUNNER_TIMEOUT_S = 300
 PROBE_ROWS = 1500
@@ -310,7 +309,7 @@ def _run_spec(workspace: Workspace, job: dict[str, Any]) -> dict[str, Any]:
         "use_arrow": config.use_arrow,
         "arg_types": [a.type for a in config.args],
     }
-    run_dir = workspace.state_dir / "runs" / (dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + f"-{job['mode']}-" + secrets.token_hex(3))
+    run_dir = workspace.state_dir / "runs" / new_run_id(job["mode"])
     run_dir.mkdir(parents=True)
     job["work_dir"] = str(run_dir)
     (run_dir / "job.json").write_text(json.dumps(value_codec.encode(job)), encoding="utf-8")

@@ -8,9 +8,7 @@ come from the structured report the harness plugin writes, never from the exit c
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import secrets
 import sys
 import threading
 import time
@@ -27,7 +25,7 @@ from aether_mcp.test_freeze import require_frozen_tests_intact
 from aether_mcp.harness.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools.workspaces import latest_runs_path, tests_digest
-from aether_mcp.workspace import TESTS_DIR, Workspace
+from aether_mcp.workspace import TESTS_DIR, Workspace, new_run_id
 
 MAX_TIMEOUT_S = 3600
 MAX_REPORTED_TESTS = 500
@@ -100,7 +98,7 @@ def run_suite(
     # A canary target needs no Spark: the harness plugin answers it itself.
     worker = None if target.startswith("canary:") else workers.get("reference" if target == "original" else "candidate", opened.config.spark)
 
-    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
+    run_id = new_run_id()
     run_dir = opened.state_dir / "runs" / run_id
     run_dir.mkdir(parents=True)
     report_path = run_dir / "report.json"

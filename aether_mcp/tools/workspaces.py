@@ -134,7 +134,7 @@ def init_workspace(
         next_steps=[
             "read original/udf.py (read_file) to see the UDF exactly as extracted",
             "write behaviour cases into tests/cases.py (write_file)",
-            f"run_tests(workspace, 'original') to check the cases against the original through Spark",
+            "run_tests(workspace, 'original') to check the cases against the original through Spark",
             "snapshot(workspace, label) once the tests pass",
         ],
     )
