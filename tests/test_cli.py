@@ -23,11 +23,11 @@ def test_demo_runs_the_loop_and_prints_a_summary(tmp_path):
     assert completed.returncode == 0, completed.stderr[-3000:]
     out = completed.stdout
     assert "1. init_workspace  -> loyalty_discount(age bigint, amount double, tier string) -> double" in out
-    assert "3. run_tests       -> original: 23 passed" in out
+    assert "3. run_tests       -> original: 26 passed" in out
     assert "4. coverage_report -> 100% of lines, 100% of branches; mutation_score -> " in out
-    assert "5. freeze_tests    -> 23 cases frozen" in out
+    assert "5. freeze_tests    -> 26 cases frozen" in out
     assert "7. run_tests       -> candidate:naive" in out and "failed" in out and "caught: args=" in out
-    assert "9. run_tests       -> candidate:discount_sql (careful rewrite): 23 passed" in out
+    assert "9. run_tests       -> candidate:discount_sql (careful rewrite): 26 passed" in out
     assert "10. byte_compare   -> discount_sql: equal=True on " in out
     assert "11. byte_compare   -> naive: equal=False, " in out
     assert "12. audit_candidate -> discount_sql: PASS (0 findings; fresh comparison equal=True)" in out

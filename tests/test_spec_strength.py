@@ -115,8 +115,8 @@ def test_freeze_refuses_until_the_gates_hold_then_pins_the_tests(tmp_path, worke
     for survivor in mutation.survivors:
         spec_strength.justify(root, ws, f"mutant:{survivor.mutant_id}", "equivalent: the change never alters a rounded cent")
     frozen = freezing.freeze_tests(root, ws)
-    assert frozen.cases == 23 and frozen.files == ["tests/cases.py", "tests/test_behaviour.py"]
-    assert test_runs.run_tests(root, workers, ws, "candidate:c").passed == 23
+    assert frozen.cases == 26 and frozen.files == ["tests/cases.py", "tests/test_behaviour.py"]
+    assert test_runs.run_tests(root, workers, ws, "candidate:c").passed == 26
 
     # Weakening the spec to let a candidate through is refused, never silent.
     files.write_file(root, ws, "tests/cases.py", "CASES = []\n")

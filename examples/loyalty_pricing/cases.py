@@ -121,4 +121,19 @@ CASES = [
         "expected": 19.99,
         "why": "dotted capital I lowers to 'i' + combining dot: unknown tier",
     },
+    {
+        "args": [30, -2.675, "bronze"],
+        "expected": -2.68,
+        "why": "half-up on a negative decimal tie rounds away from zero: -2.675 -> -2.68",
+    },
+    {
+        "args": [30, 9999999.995, "bronze"],
+        "expected": 10000000.0,
+        "why": "cent tie on a large amount (9,999,999.995 -> 10,000,000.00)",
+    },
+    {
+        "args": [30, 80.0, "  Platinum  "],
+        "expected": 68.0,
+        "why": "space-padded, capitalised tier matches",
+    },
 ]
