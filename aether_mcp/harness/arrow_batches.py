@@ -129,23 +129,23 @@ def make_mapper(
     return mapper
 
 
-def make_passthrough_mapper(source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """A mapInArrow function for timed runs: the argument columns in, the same columns plus the output out.
+def make_arrow_function(source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType) -> Callable[..., pa.Array]:
+    """The body of a scalar Arrow UDF for timed runs: argument arrays in, the output array out.
 
-    No isolation of failing rows: a candidate that raises fails the run, as it would fail the job.
+    This is how a job runs a vectorized candidate (`F.arrow_udf(function, return_type)`): only the
+    arguments travel to Python and only the result comes back. No isolation of failing rows: a
+    candidate that raises fails the run, as it would fail the job.
     """
 
-    def mapper(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def function(*columns: pa.Array) -> pa.Array:
         evaluate = getattr(candidate_module(source, digest, filename), entry_point)
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            result = evaluate(*[column_to_series(batch.column(i)) for i in range(batch.num_columns)])
-            if len(result) != batch.num_rows:
-                raise ValueError(f"evaluate returned {len(result)} values for a batch of {batch.num_rows} rows")
-            yield pa.RecordBatch.from_arrays([*batch.columns, series_to_arrow(result, return_type)], names=[*batch.schema.names, OUTPUT])
+        size = len(columns[0])
+        result = evaluate(*[column_to_series(column) for column in columns])
+        if len(result) != size:
+            raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
+        return series_to_arrow(result, return_type)
 
-    return mapper
+    return function
 
 
 def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataType, start: int, stop: int) -> tuple[pa.Array, pa.Array]:
@@ -196,6 +196,7 @@ def series_to_arrow(result: Any, arrow_type: pa.DataType) -> pa.Array:
     if result.dtype.kind in "fiub":
         return pa.array(result.to_numpy(), type=arrow_type, from_pandas=False)
     if isinstance(result.dtype, pd.StringDtype):
-        return pa.array(result.astype(object).where(~result.isna(), None).tolist(), type=arrow_type)
+        # Both storages (Python objects, Arrow) convert in C; missing values become null.
+        return pa.array(result.array, type=arrow_type)
     values = [None if value is pd.NA or value is pd.NaT else value for value in result.tolist()]
     return pa.array(values, type=arrow_type, from_pandas=False)

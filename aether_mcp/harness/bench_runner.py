@@ -136,13 +136,12 @@ def _candidate(workspace, target: str, data, columns: list[str]):
     import hashlib
 
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    from pyspark.sql.functions import ArrowUDFType
+    from pyspark.sql.pandas.types import to_arrow_type
 
     from aether_mcp.candidates import candidate_path, declared_target
     from aether_mcp.harness import arrow_batches
     from aether_mcp.harness.target_evaluation import _apply_build, _import_candidate
-    from pyspark.sql.pandas.types import to_arrow_type
-
     from aether_mcp.spark_types import parse_type
 
     path = candidate_path(workspace, target)
@@ -153,9 +152,9 @@ def _candidate(workspace, target: str, data, columns: list[str]):
     return_type = parse_type(workspace.config.udf.return_type)
     if kind == "sql":
         return _apply_build(data, _import_candidate(path, name).build(*inputs), target, keep=inputs)
-    mapper = arrow_batches.make_passthrough_mapper(source, hashlib.sha256(source.encode()).hexdigest(), str(path), "evaluate", to_arrow_type(return_type))
-    schema = T.StructType([*data.schema.fields, T.StructField(OUT, return_type, True)])
-    return data.mapInArrow(mapper, schema)
+    function = arrow_batches.make_arrow_function(source, hashlib.sha256(source.encode()).hexdigest(), str(path), "evaluate", to_arrow_type(return_type))
+    wrapped = F.arrow_udf(function, return_type, ArrowUDFType.SCALAR)
+    return data.select(*inputs, wrapped(*inputs).alias(OUT))
 
 
 def _python_metrics(spark) -> dict[str, float]:
