@@ -97,8 +97,11 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         arg_types: Annotated[dict[str, str] | None, Field(description="Spark DDL type per argument name, e.g. {\"age\": \"int\"}")] = None,
         workspace: Annotated[str | None, Field(description="folder for the new workspace, inside the root")] = None,
         return_type: Annotated[str | None, Field(description="override the return type (Spark DDL), when the source's cannot be read")] = None,
+        benchmark_master: Annotated[
+            str | None, Field(description="Spark master for run_benchmark and tune_arrow_batch, e.g. spark://host:7077, frozen as [benchmark] master; default local[*]")
+        ] = None,
     ) -> workspaces.InitWorkspaceResult:
-        return workspaces.init_workspace(sandbox, source, udf, arg_types=arg_types, workspace=workspace, return_type=return_type)
+        return workspaces.init_workspace(sandbox, source, udf, arg_types=arg_types, workspace=workspace, return_type=return_type, benchmark_master=benchmark_master)
 
     @server.tool(
         name="workspace_status",
@@ -431,7 +434,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         repeats: Annotated[int, Field(description="recorded runs per mode")] = 5,
         warmup: Annotated[int, Field(description="unrecorded rounds first")] = 1,
         modes: Annotated[list[str] | None, Field(description="subset of floor, original, original_arrow, candidate")] = None,
-        master: Annotated[str | None, Field(description="Spark master URL, e.g. spark://host:7077; default the workspace's")] = None,
+        master: Annotated[str | None, Field(description="Spark master URL, e.g. spark://host:7077; default aether.toml's [benchmark] master, else local[*]")] = None,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
     ) -> benchmarking.RunBenchmarkResult:
         return await _in_thread(ctx, partial(benchmarking.run_benchmark, sandbox, pool, workspace, candidate, rows, repeats, warmup, modes, master, spec))

@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 import tomllib
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Iterator, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from aether_mcp.path_guard import SandboxRoot, resolve_inside
 
@@ -63,6 +64,26 @@ class SparkConfig(BaseModel):
     conf: dict[str, str] = Field(default_factory=dict)
 
 
+# local, local[4], local[*], local[2,3], spark://h:7077[,h2:7077], yarn, k8s://https://h:443
+SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.-]+:\d+(,[\w.-]+:\d+)*|yarn|k8s://\S+")
+
+
+def check_master(master: str, what: str) -> str:
+    """`master` if it is a Spark master URL, else an error that shows the accepted forms."""
+    if not isinstance(master, str) or len(master) > 300 or not SPARK_MASTER.fullmatch(master):
+        raise ValueError(f"{what} {master!r} is not a Spark master URL; give local[*], local[N], spark://HOST:PORT, yarn or k8s://URL")
+    return master
+
+
+class BenchmarkConfig(BaseModel):
+    master: str | None = Field(None, description="Spark master that run_benchmark and tune_arrow_batch use unless given one")
+
+    @field_validator("master")
+    @classmethod
+    def _master(cls, value: str | None) -> str | None:
+        return None if value is None else check_master(value, "[benchmark] master")
+
+
 class CompareConfig(BaseModel):
     floats: Literal["exact", "ulp"] = "exact"
     ulp_tolerance: int = Field(0, ge=0, description="floats this many ULPs apart count as equal; a declared deviation")
@@ -82,6 +103,7 @@ class WorkspaceConfig(BaseModel):
     spark: SparkConfig = Field(default_factory=SparkConfig)
     compare: CompareConfig = Field(default_factory=CompareConfig)
     tests: TestsConfig = Field(default_factory=TestsConfig)
+    benchmark: BenchmarkConfig = Field(default_factory=BenchmarkConfig)
 
 
 @dataclass

@@ -224,11 +224,29 @@ def standalone_cluster(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_benchmark_runs_on_a_standalone_cluster(loyalty, workers, standalone_cluster):
-    root, ws = loyalty
-    result = run_benchmark(root, workers, ws, "discount_sql", rows=3000, repeats=1, warmup=0, modes=["floor", "original", "candidate"], master=standalone_cluster)
+def test_the_benchmark_runs_on_the_standalone_cluster_frozen_in_aether_toml(tmp_path, workers, standalone_cluster):
+    shutil.copytree(EXAMPLES / "loyalty_pricing", tmp_path / "loyalty_pricing")
+    root = SandboxRoot(tmp_path)
+    ws = workspaces.init_workspace(root, "loyalty_pricing/job.py", "loyalty_discount", arg_types={"age": "int"}, benchmark_master=standalone_cluster).workspace
+    assert f'[benchmark]\nmaster = "{standalone_cluster}"' in (Path(ws) / "aether.toml").read_text()
+    files.write_file(root, ws, "candidate/discount_sql.py", (EXAMPLES / "loyalty_pricing" / "candidates" / "discount_sql.py").read_text())
+    result = run_benchmark(root, workers, ws, "discount_sql", rows=3000, repeats=1, warmup=0, modes=["floor", "original", "candidate"])
     assert result.environment["master"] == standalone_cluster and result.failed == []
     assert [m.mode for m in result.modes] == ["floor", "original", "candidate"]
+    # The argument wins over aether.toml.
+    local = run_benchmark(root, workers, ws, "discount_sql", rows=1000, repeats=1, warmup=0, modes=["floor"], master="local[2]")
+    assert local.environment["master"] == "local[2]"
+
+
+def test_a_master_that_is_not_a_spark_url_is_refused(tmp_path, root, workspace, workers):
+    files.write_file(root, workspace, "candidate/fast.py", VECTORIZED_CANDIDATE)
+    with pytest.raises(ToolError, match=r"master 'http://x:7077' is not a Spark master URL; give local\[\*\]"):
+        run_benchmark(root, workers, workspace, "fast", master="http://x:7077")
+    other = tmp_path / "other"
+    shutil.copytree(EXAMPLES / "loyalty_pricing", other / "loyalty_pricing")
+    with pytest.raises(ToolError, match="benchmark_master 'spark://host' is not a Spark master URL.*nothing was created"):
+        workspaces.init_workspace(SandboxRoot(other), "loyalty_pricing/job.py", "loyalty_discount", arg_types={"age": "int"}, benchmark_master="spark://host")
+    assert not (other / "aether_workspaces").exists()
 
 
 @pytest.mark.slow

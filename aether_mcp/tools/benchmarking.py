@@ -30,7 +30,7 @@ from aether_mcp.harness import subprocess_runner
 from aether_mcp.harness.worker_pool import WorkerPool, has_gpu
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools.byte_compare import byte_compare
-from aether_mcp.workspace import Workspace, new_run_id, state_home
+from aether_mcp.workspace import Workspace, check_master, new_run_id, state_home
 
 MODES = ("floor", "original", "original_arrow", "candidate")
 BENCH_DIR = "bench"
@@ -94,7 +94,7 @@ def run_benchmark(
     progress: Progress | None = None,
 ) -> RunBenchmarkResult:
     started = time.monotonic()
-    opened, name, _kind = _benchmarkable(root, workspace, candidate)
+    opened, name, _kind = _benchmarkable(root, workspace, candidate, master)
     chosen = _checked(modes, rows, repeats, warmup, timeout_s)
     report = progress or (lambda done, total, message: None)
     gate_text = _gate(root, workers, workspace, name, cancel, report)
@@ -131,8 +131,13 @@ def run_benchmark(
     return result
 
 
-def _benchmarkable(root: SandboxRoot, workspace: str, candidate: str) -> tuple[Workspace, str, str]:
+def _benchmarkable(root: SandboxRoot, workspace: str, candidate: str, master: str | None = None) -> tuple[Workspace, str, str]:
     """The workspace, the candidate's name and its target kind; kernels need a real GPU."""
+    if master is not None:
+        try:
+            check_master(master, "master")
+        except ValueError as exc:
+            raise ToolError(f"{exc}; or leave it out to use aether.toml's [benchmark] master (default local[*]).") from None
     opened = Workspace.open_intact(root, workspace)
     target = check_target(opened, candidate if candidate.startswith("candidate:") else f"candidate:{candidate}")
     name = target.removeprefix("candidate:")
@@ -164,7 +169,7 @@ def _run_application(
         "workspace": str(opened.path),
         "target": target,
         "data": data,
-        "master": master or opened.config.spark.master,
+        "master": master or opened.config.benchmark.master or opened.config.spark.master,
         "seed": secrets.randbits(32),
         "progress": str(folder / "progress.jsonl"),
         "result": str(folder / "raw.json"),
@@ -342,7 +347,7 @@ def tune_arrow_batch(
     progress: Progress | None = None,
 ) -> TuneArrowBatchResult:
     started = time.monotonic()
-    opened, name, kind = _benchmarkable(root, workspace, candidate)
+    opened, name, kind = _benchmarkable(root, workspace, candidate, master)
     if kind == "sql":
         raise ToolError("a sql candidate runs in the JVM and never sees Arrow batches; tune_arrow_batch is for vectorized candidates (use run_benchmark for sql).")
     chosen = sorted(set(sizes or DEFAULT_SIZES))

@@ -23,10 +23,12 @@ from aether_mcp.workspace import (
     CONFIG_FILE,
     ORIGINAL_MODULE,
     TESTS_DIR,
+    BenchmarkConfig,
     UdfArgConfig,
     UdfConfig,
     Workspace,
     WorkspaceConfig,
+    check_master,
 )
 
 DEFAULT_WORKSPACES_DIR = "aether_workspaces"
@@ -72,8 +74,14 @@ def init_workspace(
     arg_types: dict[str, str] | None = None,
     workspace: str | None = None,
     return_type: str | None = None,
+    benchmark_master: str | None = None,
 ) -> InitWorkspaceResult:
     """Extract UDF `udf` from `source` into a new workspace, freeze its config and take snapshot 0."""
+    if benchmark_master is not None:
+        try:
+            check_master(benchmark_master, "benchmark_master")
+        except ValueError as exc:
+            raise ToolError(f"{exc}; nothing was created.") from exc
     source_path = root.resolve(source, what="source")
     shown = root.relative(source_path)
     text, tree = udf_extraction.read_source(source_path, shown)
@@ -104,7 +112,8 @@ def init_workspace(
             source_line=definition.line,
             form=definition.form,
             use_arrow=definition.use_arrow,
-        )
+        ),
+        benchmark=BenchmarkConfig(master=benchmark_master),
     )
     config.spark.conf = {**DEFAULT_SPARK_CONF, **extracted.spark_conf}
     created_dir = not target.exists()
