@@ -421,7 +421,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
             "(`spec` as there), then runs a separate Spark application (`master`, default the workspace's): each run "
             "reads the Parquet, applies the mode and writes every column to the noop sink; modes interleave in a fresh "
             "order each round after warm-up. Returns per-mode median/min/max/cv/rows_per_s, failed modes with their "
-            "errors, speedup (original/candidate medians) with a 95% bootstrap speedup_ci, overhead_eliminated "
+            "errors, speedup (median of per-round original/candidate ratios) with a 95% bootstrap speedup_ci, overhead_eliminated "
             "((original-candidate)/(original-floor)), the environment and confs, and artifacts {json, chart}. Reports "
             "progress; cancelling stops the Spark application."
         ),

@@ -13,7 +13,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, workspaces
-from aether_mcp.tools.benchmarking import bootstrap_ratio_ci, generate_data, micro_benchmark, run_benchmark, tune_arrow_batch
+from aether_mcp.tools.benchmarking import bootstrap_paired_ci, generate_data, micro_benchmark, paired_speedup, run_benchmark, tune_arrow_batch
 from conftest import EXAMPLES, SQL_CANDIDATE, VECTORIZED_CANDIDATE
 
 POSITIVE_WEIGHTS = {"weight": {"min": 0.1, "max": 50.0}}
@@ -67,11 +67,14 @@ def test_rows_and_seed_are_checked(root, workspace):
         generate_data(root, workspace, 10, seed=-1)
 
 
-def test_the_bootstrap_interval_brackets_the_ratio_of_medians():
-    original, candidate = [2.0, 2.2, 2.1, 1.9, 2.05], [1.0, 1.1, 0.95, 1.05, 1.0]
-    low, high = bootstrap_ratio_ci(original, candidate)
-    assert low <= 2.05 / 1.0 <= high and 1.6 < low and high < 2.4
-    assert bootstrap_ratio_ci([3.0] * 4, [1.5] * 4) == [2.0, 2.0]
+def test_the_speedup_pairs_runs_of_the_same_round_so_machine_drift_cancels():
+    # Rounds 3-5 ran on a machine twice as slow, and round 5's candidate run was lucky.
+    original, candidate = [2.0, 2.2, 4.0, 4.4, 4.2], [1.0, 1.1, 2.0, 2.2, 1.0]
+    assert paired_speedup(original, candidate) == 2.0
+    assert 4.0 / 1.1 > 3.6  # what the ratio of the two medians would claim
+    low, high = bootstrap_paired_ci(original, candidate)
+    assert low <= 2.0 <= high and high <= 4.2
+    assert bootstrap_paired_ci([3.0, 6.0, 4.5], [1.5, 3.0, 2.25]) == [2.0, 2.0]
 
 
 def test_benchmark_arguments_are_checked_before_anything_runs(root, workspace, workers):
@@ -115,6 +118,9 @@ def test_every_mode_is_timed_interleaved_with_a_chart_and_a_record(loyalty, work
     assert result.gate.startswith("byte_compare equal on ")
     by_mode = {m.mode: m for m in result.modes}
     original, floor, candidate = by_mode["original"].median_s, by_mode["floor"].median_s, by_mode["candidate"].median_s
+    assert result.ratio_of_medians == round(original / candidate, 3)
+    raw = json.loads(Path(result.artifacts["json"]).read_text())["raw_seconds"]
+    assert result.speedup == paired_speedup(raw["original"], raw["candidate"])
     if original > floor:  # at a few thousand rows Spark's fixed costs can hide the UDF: then there is no overhead to share
         assert result.overhead_eliminated == round((original - candidate) / (original - floor), 3)
     else:
