@@ -418,7 +418,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
             "Constraints: the candidate must pass byte_compare on 2000 hidden rows first (else refused with the reason); "
             "rows 1..50000000; repeats 1..50; warmup 0..10; modes from floor, original, original_arrow, candidate "
             "(default all); kernel candidates need a GPU. Generates (or reuses) data with generate_data's recipe "
-            "(`spec` as there), then runs a separate Spark application (`master`, default the workspace's): each run "
+            "(`spec` as there), then runs a separate Spark application (`master`, else aether.toml's [benchmark] master, else local[*]): each run "
             "reads the Parquet, applies the mode and writes every column to the noop sink; modes interleave in a fresh "
             "order each round after warm-up. Returns per-mode median/min/max/cv/rows_per_s, failed modes with their "
             "errors, speedup (median of per-round original/candidate ratios) with a 95% bootstrap speedup_ci, overhead_eliminated "

@@ -108,7 +108,8 @@ def run_benchmark(
     if "original" in by_mode and "candidate" in by_mode:
         # Rounds are interleaved, so a slow spell of the machine hits both runs of a round: the
         # per-round ratio cancels it, where the ratio of two medians taken from different rounds
-        # does not (two suite runs agreed within 8-12% this way, 13-27% as a ratio of medians).
+        # does not (on the same raw runs, two suite runs differed by 6-12% this way, up to 19% as a
+        # ratio of medians).
         speedup = paired_speedup(raw["runs"]["original"], raw["runs"]["candidate"])
         speedup_ci = bootstrap_paired_ci(raw["runs"]["original"], raw["runs"]["candidate"])
         ratio_of_medians = round(by_mode["original"].median_s / by_mode["candidate"].median_s, 3)
