@@ -19,7 +19,7 @@ def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     out = Path(request["result"])
     try:
-        result = _run(request)
+        result = _profile(request) if request.get("profile") else _run(request)
     except Exception as exc:  # the candidate's failure, reported to the server as data
         result = {"error": f"{exc.__class__.__name__}: {exc}"[:1000]}
     out.write_text(json.dumps(result), encoding="utf-8")
@@ -79,6 +79,73 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
             call()
             timings[name].append(time.perf_counter() - started)
     return {**timings, "original_raised_rows": raised[0], "backend": "gpu" if synchronize is not _nothing else "cpu"}
+
+
+def _profile(request: dict[str, Any]) -> dict[str, Any]:
+    """The candidate's evaluate(*series) alone, profiled: under cProfile ("cpu"), or in NVTX ranges for nsys ("nsys")."""
+    import cProfile
+    import hashlib
+    import pstats
+
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    from aether_mcp.candidates import candidate_path
+    from aether_mcp.harness import arrow_batches
+    from aether_mcp.path_guard import SandboxRoot
+    from aether_mcp.spark_types import parse_type
+    from aether_mcp.workspace import Workspace
+
+    path = Path(request["workspace"])
+    workspace = Workspace(SandboxRoot(path), path)
+    table = pq.read_table(request["data"])
+    source_path = candidate_path(workspace, request["target"])
+    source = source_path.read_text(encoding="utf-8")
+    evaluate = arrow_batches.candidate_module(source, hashlib.sha256(source.encode()).hexdigest(), str(source_path)).evaluate
+    series = [arrow_batches.column_to_series(column.combine_chunks()) for column in table.columns]
+    synchronize = _device_synchronizer()
+    began = time.perf_counter()
+    result = evaluate(*series)  # warm-up: imports, caches and compilation stay out of the profile
+    synchronize()
+    result_bytes = arrow_batches.series_to_arrow(result, to_arrow_type(parse_type(workspace.config.udf.return_type))).nbytes
+    measured = {"data_bytes": table.nbytes, "result_bytes": result_bytes, "candidate_file": str(source_path), "backend": "gpu" if synchronize is not _nothing else "cpu"}
+    if request["profile"] == "nsys":
+        ranges = _nvtx_range()
+        started = time.perf_counter()
+        for _ in range(int(request.get("repeats", 3))):
+            with ranges("aether:evaluate"):
+                evaluate(*series)
+                synchronize()
+        ended = time.perf_counter()
+        return {**measured, "wall_s": (ended - started) / int(request.get("repeats", 3)), "profiled_s": ended - began}
+    started = time.perf_counter()
+    evaluate(*series)
+    unprofiled = time.perf_counter() - started
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    evaluate(*series)
+    profiler.disable()
+    profiled = time.perf_counter() - started
+    profiler.dump_stats(request["pstats"])
+    with open(request["text"], "w", encoding="utf-8") as handle:
+        pstats.Stats(profiler, stream=handle).sort_stats("tottime").print_stats(60)
+    functions = []
+    for (file, line, function), (_primitive, calls, own, cumulative, _callers) in pstats.Stats(profiler).stats.items():
+        functions.append({"function": function, "file": file, "line": line, "calls": calls, "own_s": own, "cumulative_s": cumulative})
+    return {**measured, "wall_s": unprofiled, "profiled_wall_s": profiled, "functions": functions}
+
+
+def _nvtx_range():
+    """nvtx.annotate where the nvtx package is installed (it comes with cuDF); a no-op otherwise."""
+    import contextlib
+
+    try:
+        import nvtx
+
+        return lambda name: nvtx.annotate(name)
+    except ImportError:
+        return lambda name: contextlib.nullcontext()
 
 
 def _nothing() -> None:

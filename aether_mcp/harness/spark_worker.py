@@ -62,6 +62,8 @@ class SparkWorker:
             return self.capture(message)
         if op == "audit" and self.role == "candidate":
             return self.audit(message)
+        if op == "plan" and self.role == "candidate":
+            return self.plan(message)
         return {"ok": False, "error_kind": "refused", "message": f"unknown request {op!r}"}
 
     def evaluate(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -148,6 +150,27 @@ class SparkWorker:
             except TargetError as exc:
                 return {"ok": False, "error_kind": "target", "message": str(exc), "restart": True}
         return {"ok": True, "report": value_codec.encode(report)}
+
+    def plan(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A sql candidate's plan profile over a Parquet file (see plan_profile); the query is never run."""
+        from aether_mcp.harness.target_evaluation import TargetError, load_target, plan_target
+
+        target = str(message.get("target", ""))
+        prepared = self._prepare(message)
+        if isinstance(prepared, dict):
+            return prepared
+        workspace, _rows = prepared
+        with self.session_lock:
+            try:
+                loaded = self._loaded(workspace, target, load_target)
+                if loaded.target_kind != "sql":
+                    return {"ok": False, "error_kind": "refused", "message": f"{target} is not a sql candidate"}
+                profile = plan_target(self.spark, loaded, str(message.get("data", "")))
+            except TargetError as exc:
+                return {"ok": False, "error_kind": "target", "message": str(exc), "restart": exc.in_driver}
+            except Exception as exc:  # a plan that does not analyse is the candidate's problem
+                return {"ok": False, "error_kind": "target", "message": f"{exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
+        return {"ok": True, "profile": profile}
 
     def _prepare(self, message: dict[str, Any]):
         """(workspace, rows) of a request once Spark is ready, or the error reply to send instead."""

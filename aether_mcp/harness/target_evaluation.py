@@ -84,6 +84,7 @@ class LoadedTarget:
     probe: Callable[[DataFrame, list[Column]], DataFrame] | None = field(default=None)
     output: tuple[str, bool] | None = field(default=None)  # (type, nullable), once analysed
     conf_changes: list[str] = field(default_factory=list)  # Spark confs a sql build changed (restored since)
+    built: Any = None  # a sql candidate's build(*cols) result: a Column or (name, Column) steps
 
 
 def load_target(workspace: Path, config: WorkspaceConfig, target: str, fresh: bool = False) -> LoadedTarget:
@@ -115,7 +116,7 @@ def load_target(workspace: Path, config: WorkspaceConfig, target: str, fresh: bo
         finally:
             changed = _restore_confs(confs)  # a build must not change the session other runs share
         # Columns refer to the arguments by name, so one build serves every frame.
-        return LoadedTarget(target, "sql", lambda frame, cols: _apply_build(frame, built, target), digest, conf_changes=changed)
+        return LoadedTarget(target, "sql", lambda frame, cols: _apply_build(frame, built, target), digest, conf_changes=changed, built=built)
     if not defines_function(source, "evaluate"):
         raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
     mapper = arrow_batches.make_mapper(source, digest, str(path), "evaluate", to_arrow_type(return_type))
@@ -421,6 +422,15 @@ def _raising_probe(function: Callable[..., Any]) -> Callable[..., str | None]:
         return None
 
     return probe
+
+
+def plan_target(spark: SparkSession, loaded: LoadedTarget, data: str) -> dict[str, Any]:
+    """The plan profile of a sql candidate over the Parquet file `data`, wired as a job wires it."""
+    from aether_mcp.harness.plan_profile import profile_plan
+
+    frame = spark.read.parquet(data)
+    keep = [F.col(f"`{c}`") for c in frame.columns]
+    return profile_plan(_apply_build(frame, loaded.built, loaded.label, keep=keep))
 
 
 def _apply_build(frame: DataFrame, built: Any, label: str, keep: list[Column | str] | None = None) -> DataFrame:

@@ -126,6 +126,12 @@ class WorkerPool:
         reply = self._request(handle, "candidate", message, f"auditing {target}", timeout_s, cancel)
         return value_codec.decode(reply["report"])
 
+    def plan(self, workspace: Workspace, target: str, data: str, *, timeout_s: float = 300.0, cancel: threading.Event | None = None) -> dict:
+        """A sql candidate's plan profile over the Parquet file `data`, from the candidate worker."""
+        handle = self.get("candidate", workspace.config.spark)
+        message = {"op": "plan", "workspace": str(workspace.path), "target": target, "data": data}
+        return self._request(handle, "candidate", message, f"reading the plan of {target}", timeout_s, cancel)["profile"]
+
     def _request(self, handle: WorkerHandle, role: str, message: dict, what: str, timeout_s: float, cancel: threading.Event | None) -> dict:
         """One request to a worker; a worker that times out, dies or is cancelled is replaced."""
         try:
