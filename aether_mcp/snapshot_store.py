@@ -15,6 +15,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -91,12 +92,16 @@ def current_files(workspace: Workspace) -> dict[str, str]:
     return {rel: hashlib.sha256(path.read_bytes()).hexdigest() for rel, path in workspace.editable_files().items()}
 
 
-def restore(workspace: Workspace, snapshot: Snapshot) -> tuple[list[str], list[str]]:
-    """Make the editable files equal to `snapshot`; returns (written, deleted). Caller holds the lock."""
-    contents = {rel: read_blob(workspace, digest) for rel, digest in snapshot.files.items()}  # verify all first
-    now = current_files(workspace)
+def restore(workspace: Workspace, snapshot: Snapshot, only: Callable[[str], bool] | None = None) -> tuple[list[str], list[str]]:
+    """Make the editable files (those `only` selects by relative path, if given) equal to `snapshot`.
+
+    Returns (written, deleted). Caller holds the lock.
+    """
+    inside = only or (lambda rel: True)
+    contents = {rel: read_blob(workspace, digest) for rel, digest in snapshot.files.items() if inside(rel)}  # verify all first
+    now = {rel: digest for rel, digest in current_files(workspace).items() if inside(rel)}
     written, deleted = [], []
-    for rel in sorted(set(now) - set(snapshot.files)):
+    for rel in sorted(set(now) - set(contents)):
         (workspace.path / rel).unlink()
         deleted.append(rel)
     for rel, data in sorted(contents.items()):

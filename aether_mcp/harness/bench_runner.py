@@ -50,6 +50,8 @@ def main(argv: list[str]) -> int:
         "original": lambda: _original(workspace, data, columns, force_arrow=False),
         "original_arrow": lambda: _original(workspace, data, columns, force_arrow=True),
         "candidate": lambda: _candidate(workspace, request["target"], data, columns),
+        # try_optimization: the best version so far, from its own copy of the candidate folder
+        "best": lambda: _candidate(workspace, request["target"], data, columns, Path(request["best"])),
     }
     # A variant is a mode run under extra runtime confs (run_benchmark: one per mode, no confs;
     # tune_arrow_batch: one per batch size).
@@ -132,7 +134,8 @@ def _original(workspace, data, columns: list[str], force_arrow: bool):
     return data.select(*[F.col(f"`{c}`") for c in columns], wrapped(*[F.col(f"`{c}`") for c in columns]).alias(OUT))
 
 
-def _candidate(workspace, target: str, data, columns: list[str]):
+def _candidate(workspace, target: str, data, columns: list[str], folder: Path | None = None):
+    """The candidate as a job wires it; `folder` holds another version's candidate/ files."""
     import hashlib
 
     from pyspark.sql import functions as F
@@ -144,9 +147,9 @@ def _candidate(workspace, target: str, data, columns: list[str]):
     from aether_mcp.harness.target_evaluation import _apply_build, _import_candidate
     from aether_mcp.spark_types import parse_type
 
-    path = candidate_path(workspace, target)
-    source = path.read_text(encoding="utf-8")
     name = target.removeprefix("candidate:")
+    path = candidate_path(workspace, target) if folder is None else folder / "candidate" / f"{name}.py"
+    source = path.read_text(encoding="utf-8")
     kind = declared_target(source, name)
     inputs = [F.col(f"`{c}`") for c in columns]
     return_type = parse_type(workspace.config.udf.return_type)

@@ -9,6 +9,7 @@ share of UDF overhead removed, a JSON record and a chart.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import secrets
@@ -134,7 +135,9 @@ def run_benchmark(
         duration_s=round(time.monotonic() - started, 3),
     )
     chart(result, raw["runs"], folder / "benchmark.png")
-    (folder / "benchmark.json").write_text(json.dumps({**result.model_dump(), "raw_seconds": raw["runs"], "order": raw["order"]}, indent=2), encoding="utf-8")
+    # the candidate's digest lets the report tell a benchmark of the current file from a stale one
+    digest = hashlib.sha256(candidate_path(opened, f"candidate:{name}").read_bytes()).hexdigest()
+    (folder / "benchmark.json").write_text(json.dumps({**result.model_dump(), "candidate_digest": digest, "raw_seconds": raw["runs"], "order": raw["order"]}, indent=2), encoding="utf-8")
     return result
 
 
