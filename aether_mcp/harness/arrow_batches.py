@@ -138,14 +138,41 @@ def make_arrow_function(source: str, digest: str, filename: str, entry_point: st
     """
 
     def function(*columns: pa.Array) -> pa.Array:
-        evaluate = getattr(candidate_module(source, digest, filename), entry_point)
-        size = len(columns[0])
-        result = evaluate(*[column_to_series(column) for column in columns])
-        if len(result) != size:
-            raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
-        return series_to_arrow(result, return_type)
+        return run_on_arrow(getattr(candidate_module(source, digest, filename), entry_point), columns, return_type)
 
     return function
+
+
+def run_on_arrow(evaluate: Callable[..., Any], columns: tuple[pa.Array, ...] | list[pa.Array], return_type: pa.DataType) -> pa.Array:
+    """`evaluate(*series)` on Arrow argument arrays, converted exactly as byte_compare converts them."""
+    size = len(columns[0])
+    result = evaluate(*[column_to_series(column) for column in columns])
+    if len(result) != size:
+        raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
+    return series_to_arrow(result, return_type)
+
+
+def spark_arrow_udf(evaluate: Callable[..., Any], return_type: Any):
+    """A vectorized candidate's `evaluate` as the scalar Arrow UDF a job calls in place of the original.
+
+    The same wiring run_benchmark times and byte_compare's conversions check: only the arguments
+    travel to Python, as Arrow, and reach `evaluate` with null and NaN apart. `return_type` is a
+    Spark DataType or DDL string (e.g. "double"). Needs PySpark 4.1 or newer (`F.arrow_udf`).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import ArrowUDFType
+    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import DataType
+
+    from aether_mcp.spark_types import parse_type
+
+    spark_type = return_type if isinstance(return_type, DataType) else parse_type(return_type)
+    arrow_type = to_arrow_type(spark_type)
+
+    def function(*columns: pa.Array) -> pa.Array:
+        return run_on_arrow(evaluate, columns, arrow_type)
+
+    return F.arrow_udf(function, spark_type, ArrowUDFType.SCALAR)
 
 
 def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataType, start: int, stop: int) -> tuple[pa.Array, pa.Array]:

@@ -1,8 +1,8 @@
 """read_file, write_file, list_files: editing a workspace for clients without an editor of their own.
 
 Confined to the workspace; a symlink is never followed out of it and never written through;
-protected files can be read but not written; `.aether/` is server state, of which only test-run
-logs (`.aether/runs/`) can be read.
+protected files can be read but not written; `.aether/` is server state, of which only run
+logs (`.aether/runs/`) and the conversion report (`.aether/report/`) can be read.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from aether_mcp.workspace import IGNORED_DIR_NAMES, STATE_DIR, Workspace
 MAX_READ_CHARS = 256 * 1024
 MAX_WRITE_BYTES = 1024 * 1024
 MAX_LIST_ENTRIES = 2000
-READABLE_STATE = ("runs",)
+READABLE_STATE = ("runs", "report")
 
 
 class ReadFileResult(BaseModel):
@@ -55,7 +55,7 @@ def read_file(root: SandboxRoot, workspace: str, path: str) -> ReadFileResult:
     target = opened.resolve(path, what="path")
     relative = opened.relative(target)
     if _is_hidden_state(relative):
-        raise ToolError(f"{relative} is server state and cannot be read; only test-run logs under {STATE_DIR}/runs/ can. Use workspace_status for the rest.")
+        raise ToolError(f"{relative} is server state and cannot be read; only run logs under {STATE_DIR}/runs/ and the report under {STATE_DIR}/report/ can. Use workspace_status for the rest.")
     if not target.exists():
         raise ToolError(f"{relative} does not exist in the workspace. Call list_files to see what is there.")
     if target.is_dir():
@@ -107,7 +107,7 @@ def list_files(root: SandboxRoot, workspace: str, path: str = ".") -> ListFilesR
     if not start.exists():
         raise ToolError(f"{path} does not exist in the workspace; call list_files(workspace) for the whole tree.")
     if _is_hidden_state(opened.relative(start)):
-        raise ToolError(f"{opened.relative(start)} is server state and cannot be listed; only {STATE_DIR}/runs/ can.")
+        raise ToolError(f"{opened.relative(start)} is server state and cannot be listed; only {STATE_DIR}/runs/ and {STATE_DIR}/report/ can.")
     entries: list[ListEntry] = []
     if start.is_file():
         relative = opened.relative(start)

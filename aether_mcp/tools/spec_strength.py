@@ -275,6 +275,11 @@ def justifications(workspace: Workspace) -> dict[str, str]:
         return {}
 
 
+def current_result(workspace: Workspace, kind: str) -> dict[str, Any] | None:
+    """The latest coverage or mutation result ("coverage", "mutation"), if the original and cases are unchanged since."""
+    return _current(workspace, kind)
+
+
 def spec_gates(workspace: Workspace) -> dict[str, GateStatus | None]:
     """The coverage and mutation gates from the latest current results (None: not measured since the last change)."""
     gates: dict[str, GateStatus | None] = {}
