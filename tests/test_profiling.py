@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp.tools import profiling
+from aether_mcp.tools import conversion_report, profiling
 from conftest import SQL_CANDIDATE, VECTORIZED_CANDIDATE
 
 pytestmark = pytest.mark.slow
@@ -155,6 +155,8 @@ def test_nsys_path_runs_the_candidate_under_nsys_and_summarises_its_reports(root
     assert result.gpu_share is not None and result.wall_s > 0  # the profiled process really ran the candidate
     assert Path(result.artifacts["nsys_report"]).read_bytes() == b"recorded"
     assert Path(result.artifacts["csv_cuda_gpu_kern_sum"]).read_text() == (FIXTURES / "fused" / "profile_cuda_gpu_kern_sum.csv").read_text()
+    markdown = Path(conversion_report.report(root, workspace).artifacts["markdown"]).read_text()
+    assert f"kernel: `{result.kernels[0].name[:120]}`" in markdown and "GPU busy" in markdown and "backend nsys" in markdown
 
 
 def test_nsys_path_passes_on_the_parsers_hints(root, workers, workspace, tmp_path, monkeypatch):

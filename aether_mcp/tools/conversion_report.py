@@ -440,6 +440,10 @@ def render_markdown(data: dict[str, Any]) -> str:
             if p.get("codegen"):
                 cg = p["codegen"]
                 out.append(f"  - whole-stage codegen: {cg['in_codegen']} of {cg['operators']} operators; outside: {', '.join(cg['outside_codegen']) or 'none'}")
+            for k in p["kernels"]:
+                out.append(f"  - kernel: `{str(k['name'])[:120]}`: {k['share']:.0%} of GPU time, {k['instances']} launches, mean {k['mean_ns'] / 1000:.1f} us")
+            if p.get("gpu_share") is not None:
+                out.append(f"  - GPU busy {p['gpu_share']:.0%} of the wall time")
             for h in p["hotspots"]:
                 where = f"{h['function']} ({h['location']})"
                 cost = f", own {h['own_s']}s, cumulative {h['cumulative_s']}s" if h.get("own_s") is not None else ""
