@@ -15,23 +15,38 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from aether_mcp import __version__
+from aether_mcp import __version__, prompts
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.harness.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.tools import benchmarking, byte_compare, case_recording, cheat_audit, deviation_records, files, freezing, snapshots, spec_strength, test_audit, test_runs, workspaces
+from aether_mcp.tools import benchmarking, byte_compare, case_recording, cheat_audit, conversion_report, deviation_records, files, freezing, optimization, profiling, snapshots, spec_strength, test_audit, test_runs, workspaces
 
 INSTRUCTIONS = """\
-aether-mcp converts one PySpark Python UDF at a time into a faster equivalent and proves the two
-equal as Spark runs them. Loop: init_workspace(source, udf) -> write tests/cases.py ->
-run_tests(workspace, "original") until the tests pin the original -> write candidate/<name>.py ->
-run_tests(workspace, "candidate:<name>") -> byte_compare -> audit_candidate (PASS needs no cheat
-finding and a fresh equal comparison). A difference you cannot remove is declared with
-record_deviation, never hidden. snapshot/revert/diff keep work safe; workspace_status
-says where a workspace stands. Only files inside the server root can be used."""
+aether-mcp converts one PySpark Python UDF at a time into a faster equivalent (Spark SQL
+expression, vectorized pandas/NumPy that also runs on cuDF/CuPy, or a CUDA kernel) and proves the
+two equal as Spark runs them. Four phases; do not start one before the previous gate holds.
+1. Specify: init_workspace(source, udf) -> record_cases / write tests/cases.py -> run_tests(ws,
+   "original") -> coverage_report, mutation_score (suggest_inputs, justify) -> audit_tests ->
+   freeze_tests. Gate: tests pass on the original, every line and branch covered or justified,
+   mutation score >= 0.8.
+2. Convert: write candidate/<name>.py (TARGET "sql" with build(*cols), or "vectorized"/"kernel"
+   with evaluate(*series)) -> run_tests(ws, "candidate:<name>") -> byte_compare -> audit_candidate.
+   Gate: PASS (no cheat finding and a fresh exact comparison on hidden rows).
+3. Benchmark: run_benchmark (original vs candidate vs the no-UDF floor, speedup with a 95% CI);
+   tune_arrow_batch for vectorized candidates.
+4. Optimize: nsys_profile (nsys on GPU, Python profiler on CPU, Spark plan for sql) ->
+   try_optimization(ws, name, label): the first call records the best; later calls keep a change
+   only if clean, equal and faster over the whole interval, else restore the best. Stop after 10
+   steps or 3 rejections in a row. Then report(ws): what to ship and the code that replaces the UDF.
+Rules: never weaken frozen tests (unfreeze_tests is logged); declare unavoidable differences with
+record_deviation; snapshot/revert/diff keep work safe; workspace_status says where a workspace
+stands. Prompts: convert_udf and one per phase. Resources: aether://notes/semantic-traps,
+aether://notes/spark-functions, aether://notes/gpu-idioms, aether://workspaces/{name}/report.
+Only files inside the server root can be used."""
 
 T = TypeVar("T")
 WorkspaceArg = Annotated[str, Field(description="the workspace path returned by init_workspace (absolute, or relative to the server root)")]
@@ -122,7 +137,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         annotations=_annotations(read_only=True, idempotent=True),
         description=(
             "Read-only; confined to the workspace; symlinks are listed, never followed; .aether/ is server "
-            "state (only .aether/runs/ can be listed). Lists files and folders under `path` (default: the whole "
+            "state (only .aether/runs/ and .aether/report/ can be listed). Lists files and folders under `path` (default: the whole "
             "workspace), each marked protected or not."
         ),
     )
@@ -486,6 +501,73 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         return await _in_thread(ctx, partial(benchmarking.micro_benchmark, sandbox, workspace, candidate, rows, repeats, spec))
 
     @server.tool(
+        name="nsys_profile",
+        title="Profile a candidate: nsys on a GPU, Python's profiler on CPU, the Spark plan for sql",
+        annotations=_annotations(read_only=False, idempotent=False),
+        description=(
+            "Constraints: rows 1..10000000 (default 1000000); kernel candidates need a GPU. vectorized/kernel: with a GPU and "
+            "nsys on the PATH, runs evaluate(*series) on generated data under `nsys profile` (CUDA, NVTX, OS runtime) and "
+            "returns backend 'nsys' with the top kernels (share of GPU time, instances, mean), host-to-device and "
+            "device-to-host bytes and time, NVTX ranges, the kernel/wall time ratio and hints; otherwise backend 'cpu': "
+            "Python's profiler on the same call, `hotspots` (function, file:line, cumulative and own seconds, calls, calls per "
+            "row), saying no GPU profile was possible. sql: backend 'spark-plan': the optimized and physical plans, "
+            "whole-stage codegen coverage, and hotspots listing subexpressions computed more than once (copies in CASE "
+            "branches) with the hint to compute each once in an earlier step. Raw reports stay on disk (artifacts)."
+        ),
+    )
+    async def nsys_profile(
+        workspace: WorkspaceArg,
+        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        ctx: Context,
+        rows: Annotated[int, Field(description="rows of generated data for vectorized/kernel candidates")] = 1_000_000,
+        spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
+    ) -> profiling.ProfileResult:
+        return await _in_thread(ctx, partial(profiling.nsys_profile, sandbox, pool, workspace, candidate, rows, spec))
+
+    @server.tool(
+        name="try_optimization",
+        title="One verified optimize step: keep the change only if clean, equal and faster",
+        annotations=_annotations(read_only=False, destructive=True, idempotent=False),
+        description=(
+            "Constraints: the tests must be frozen; `label` says what changed (1..200 characters); min_gain 0..1 (default "
+            "0.03); rows 1..50000000; repeats 1..50. The first call for a candidate records it as the best (after an "
+            "audit_candidate PASS). Each later call snapshots the files, runs audit_candidate (fresh hidden comparison), "
+            "then times the candidate against the best in one interleaved Spark run; it is accepted only if clean, equal "
+            "and faster with the whole 95% interval of the paired speedup above 1 + min_gain. Otherwise candidate/<name>.py "
+            "(and the candidate/ modules it imports) are restored byte for byte to the best; the attempt stays in its "
+            "snapshot. Returns accepted, reverted, the reason, the speedup vs the best with its interval, the advice (stop "
+            "after 10 steps or 3 rejections in a row); appends to .aether/journal.jsonl. Reports progress."
+        ),
+    )
+    async def try_optimization(
+        workspace: WorkspaceArg,
+        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        label: Annotated[str, Field(description="what this attempt changes, e.g. 'tier lookup as one map'")],
+        ctx: Context,
+        min_gain: Annotated[float, Field(description="required gain over the best at the low end of the 95% interval")] = 0.03,
+        rows: Annotated[int, Field(description="rows of generated data for the timed run")] = 1_000_000,
+        repeats: Annotated[int, Field(description="recorded rounds of best vs candidate")] = 7,
+        spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
+    ) -> optimization.TryOptimizationResult:
+        return await _in_thread(ctx, partial(optimization.try_optimization, sandbox, pool, workspace, candidate, label, min_gain, rows, repeats, spec))
+
+    @server.tool(
+        name="report",
+        title="Write the conversion report",
+        annotations=_annotations(read_only=False, idempotent=True),
+        description=(
+            "Runs nothing: builds the report from what the tools recorded, marking results of files changed since as stale. "
+            "Writes .aether/report/report.md and report.json (artifacts) with sections: the UDF and its source, tests "
+            "(cases, coverage, mutation score, justifications, unfreezes), every candidate with its comparison and audit, "
+            "recorded deviations, benchmarks with charts, profiles, the optimization journal, and the recommendation: "
+            "which candidate to ship and the exact code that replaces the UDF call in the job. The Markdown is embedded "
+            "when under 48 KiB; also readable as the resource aether://workspaces/{name}/report."
+        ),
+    )
+    def report(workspace: WorkspaceArg) -> conversion_report.ReportResult:
+        return conversion_report.report(sandbox, workspace)
+
+    @server.tool(
         name="snapshot",
         title="Snapshot the agent's files",
         annotations=_annotations(read_only=False),
@@ -535,4 +617,70 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
     def revert(workspace: WorkspaceArg, snapshot_id: SnapshotIdArg) -> snapshots.RevertResult:
         return snapshots.revert(sandbox, workspace, snapshot_id)
 
+    _register_prompts(server)
+    _register_resources(server, sandbox)
     return server
+
+
+def _register_prompts(server: MCPServer) -> None:
+    @server.prompt(name="convert_udf", title="Convert a PySpark UDF, all four phases", description="The whole loop for one UDF: specify, convert, benchmark, optimize, with the gates, the rules and when to stop.")
+    def convert_udf(
+        source: Annotated[str, Field(description="the job's .py file, relative to the server root")],
+        udf: Annotated[str, Field(description="the UDF's name in it")],
+    ) -> str:
+        return prompts.convert_udf(source, udf)
+
+    @server.prompt(name="specify", title="Phase 1: pin the original's behaviour in tests", description="Record cases, close coverage and mutation gaps, freeze the tests.")
+    def specify(workspace: Annotated[str, Field(description="the workspace path")]) -> str:
+        return prompts.phase(prompts.SPECIFY, workspace)
+
+    @server.prompt(name="convert", title="Phase 2: write a candidate and prove it equal", description="Choose a target, write the candidate, run_tests, byte_compare, audit_candidate.")
+    def convert(workspace: Annotated[str, Field(description="the workspace path")]) -> str:
+        return prompts.phase(prompts.CONVERT, workspace)
+
+    @server.prompt(name="benchmark", title="Phase 3: benchmark the candidate in Spark", description="run_benchmark against the original and the no-UDF floor; tune the Arrow batch size.")
+    def benchmark(
+        workspace: Annotated[str, Field(description="the workspace path")],
+        candidate: Annotated[str, Field(description="the candidate's name")],
+    ) -> str:
+        return prompts.phase(prompts.BENCHMARK, workspace, candidate)
+
+    @server.prompt(name="optimize", title="Phase 4: profile and keep only verified wins", description="nsys_profile, then try_optimization step by step, then report.")
+    def optimize(
+        workspace: Annotated[str, Field(description="the workspace path")],
+        candidate: Annotated[str, Field(description="the candidate's name")],
+    ) -> str:
+        return prompts.phase(prompts.OPTIMIZE, workspace, candidate)
+
+
+NOTES = {
+    "semantic-traps": ("semantic_traps.md", "Python vs Spark semantic traps", "round, %, strip/trim, split, lower on Unicode, str(None), overflow under ANSI mode, NaN ordering: what differs and the exact equivalent."),
+    "spark-functions": ("spark_functions.md", "Spark functions for Python idioms", "Which pyspark.sql.functions replace common Python idioms in UDFs, with the caveats that keep a rewrite exact."),
+    "gpu-idioms": ("gpu_idioms.md", "pandas/NumPy idioms that cuDF/CuPy run on a GPU", "Whole-batch idioms for vectorized candidates that run on cuDF/CuPy, and what falls back to the host."),
+}
+
+
+def _register_resources(server: MCPServer, sandbox: SandboxRoot) -> None:
+    from importlib import resources
+
+    def note_reader(filename: str) -> Callable[[], str]:
+        def read() -> str:
+            return resources.files("aether_mcp").joinpath("notes", filename).read_text(encoding="utf-8")
+
+        return read
+
+    for key, (filename, title, description) in NOTES.items():
+        server.resource(f"aether://notes/{key}", name=key, title=title, description=description, mime_type="text/markdown")(note_reader(filename))
+
+    @server.resource(
+        "aether://workspaces/{name}/report",
+        name="workspace-report",
+        title="A workspace's conversion report",
+        description="The conversion report (Markdown) of the workspace aether_workspaces/<name> (or <name> under the server root), built from its recorded results.",
+        mime_type="text/markdown",
+    )
+    def workspace_report(name: str) -> str:
+        try:
+            return conversion_report.report_markdown(sandbox, name)
+        except ToolError as exc:  # the same words a tool would say, as a resource error
+            raise ResourceNotFoundError(str(exc)) if "no workspace named" in str(exc) else ResourceError(str(exc)) from None

@@ -34,6 +34,9 @@ TOOL_ORDER = [
     "run_benchmark",
     "tune_arrow_batch",
     "micro_benchmark",
+    "nsys_profile",
+    "try_optimization",
+    "report",
     "snapshot",
     "list_snapshots",
     "diff",
@@ -165,6 +168,9 @@ async def test_every_tool_but_status_refuses_a_tampered_workspace(client):
         "run_benchmark": {"candidate": "fee"},
         "tune_arrow_batch": {"candidate": "fee"},
         "micro_benchmark": {"candidate": "fee"},
+        "nsys_profile": {"candidate": "fee"},
+        "try_optimization": {"candidate": "fee", "label": "x"},
+        "report": {},
         "snapshot": {"label": "x"},
         "list_snapshots": {},
         "diff": {"from_id": 0},
@@ -355,3 +361,72 @@ async def test_benchmark_tools_through_the_protocol(client):
     assert len(bench["speedup_ci"]) == 2 and set(bench["artifacts"]) == {"json", "chart"}
     assert any(message.startswith("round 2: ") for message in seen)
     assert "modes may be any of" in await refused(client, "run_benchmark", workspace=ws, candidate="fee", modes=["turbo"])
+
+
+async def test_instructions_explain_the_loop_in_one_screen(client):
+    assert len(client.instructions.encode()) < 2048
+    for step in ("1. Specify", "2. Convert", "3. Benchmark", "4. Optimize", "try_optimization", "report(ws)", "record_deviation"):
+        assert step in client.instructions
+
+
+async def test_prompts_give_the_loop_and_each_phase(client):
+    listed = (await client.list_prompts()).prompts
+    assert [p.name for p in listed] == ["convert_udf", "specify", "convert", "benchmark", "optimize"]
+    assert all(p.title and p.description for p in listed)
+    assert [a.name for a in listed[0].arguments] == ["source", "udf"] and all(a.required for a in listed[0].arguments)
+    whole = (await client.get_prompt("convert_udf", {"source": "jobs/shipping.py", "udf": "shipping_fee"})).messages[0].content.text
+    assert 'init_workspace(source="jobs/shipping.py", udf="shipping_fee")' in whole
+    for rule in ("Never weaken the tests", "record_deviation", "Stop after 10 steps or 3 rejections in a row", "freeze_tests", "audit_candidate", "report(workspace)"):
+        assert rule in whole
+    optimize = (await client.get_prompt("optimize", {"workspace": "aether_workspaces/shipping_fee", "candidate": "fee"})).messages[0].content.text
+    assert optimize.startswith("Workspace: aether_workspaces/shipping_fee") and 'try_optimization(workspace, "fee", label)' in optimize
+    specify = (await client.get_prompt("specify", {"workspace": "w"})).messages[0].content.text
+    assert "freeze_tests(workspace)" in specify and "Never weaken the tests" in specify
+
+
+async def test_reference_notes_are_resources(client):
+    listed = {str(r.uri): r for r in (await client.list_resources()).resources}
+    assert set(listed) == {"aether://notes/semantic-traps", "aether://notes/spark-functions", "aether://notes/gpu-idioms"}
+    expected = {
+        "aether://notes/semantic-traps": ("round", "bround", "pmod", "trim", "split", "lower", "None", "ANSI", "NaN"),
+        "aether://notes/spark-functions": ("F.when", "isin", "regexp_replace", "substring", "concat_ws", "least"),
+        "aether://notes/gpu-idioms": ("cuDF", "CuPy", "xp.where", ".apply", "to_numpy"),
+    }
+    for uri, words in expected.items():
+        assert listed[uri].mime_type == "text/markdown" and listed[uri].title
+        text = (await client.read_resource(uri)).contents[0].text
+        assert text.startswith("# ") and all(word in text for word in words), uri
+
+
+async def test_a_workspace_report_is_a_resource(client):
+    templates = (await client.list_resource_templates()).resource_templates
+    assert [t.uri_template for t in templates] == ["aether://workspaces/{name}/report"]
+    await new_workspace(client)
+    text = (await client.read_resource("aether://workspaces/shipping_fee/report")).contents[0].text
+    assert text.startswith("# Conversion report: `shipping_fee`") and "no candidate is verified yet" in text
+    with pytest.raises(Exception, match="no workspace named 'ghost'"):
+        await client.read_resource("aether://workspaces/ghost/report")
+
+
+async def test_report_through_the_protocol_before_any_candidate(client):
+    ws = await new_workspace(client)
+    written = await ok(client, "report", workspace=ws)
+    assert written["recommended"] is None and written["recommendation"].startswith("no candidate is verified yet")
+    assert Path(written["artifacts"]["markdown"]).read_text() == written["embedded_markdown"]
+    assert written["sections"] == ["The UDF and its source", "Tests", "Candidates", "Recorded deviations", "Benchmarks", "Profiles", "Optimization journal", "Recommendation"]
+    read = await ok(client, "read_file", workspace=ws, path=".aether/report/report.md")
+    assert read["content"] == written["embedded_markdown"]
+
+
+async def test_try_optimization_refusals(client):
+    from conftest import SQL_CANDIDATE
+
+    ws = await new_workspace(client)
+    assert "candidate/fee.py does not exist" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first")
+    await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=SQL_CANDIDATE)
+    assert "label must say what this attempt changes" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label=" ")
+    assert "min_gain must be between 0 and 1" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first", min_gain=2.0)
+    assert "repeats must be between 1 and 50" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first", repeats=0)
+    text = await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first")
+    assert "the tests are not frozen" in text and "freeze_tests(workspace)" in text
+    assert (Path(ws) / "candidate" / "fee.py").read_text() == SQL_CANDIDATE and not (Path(ws) / ".aether" / "journal.jsonl").exists()

@@ -1,0 +1,102 @@
+"""The whole four-phase loop through MCP: specify, convert, benchmark, optimize, report.
+
+One accepted try_optimization (a wasteful but honest starting point, then the lean version) and
+one rejected one (a change that breaks equality), whose files must come back byte for byte.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from aether_mcp.server import build_server
+from conftest import VECTORIZED_CANDIDATE
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+SPEC = {"weight": {"min": 0.1, "max": 50.0}}
+# The same arithmetic as VECTORIZED_CANDIDATE, done WASTED_PASSES times: honest (equal, no per-row
+# work), just slow, so a later version can be measurably faster.
+WASTEFUL_CANDIDATE = VECTORIZED_CANDIDATE.replace(
+    "    fee = np.where(w < 2.0, 4.99, 4.99 + (w - 2.0) * 1.5)\n",
+    "    for _ in range(WASTED_PASSES):\n        fee = np.where(w < 2.0, 4.99, 4.99 + (w - 2.0) * 1.5)\n",
+).replace("import pandas as pd\n", "import pandas as pd\n\nWASTED_PASSES = 1000\n")
+# Faster, but wrong: the express surcharge is gone.
+WRONG_CANDIDATE = VECTORIZED_CANDIDATE.replace("fee = np.where(express.to_numpy(dtype=bool, na_value=False), fee * 2, fee)", "fee = fee")
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def ok(client, tool, **arguments):
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def test_the_four_phases_through_mcp(root, workers):
+    assert WASTEFUL_CANDIDATE != VECTORIZED_CANDIDATE and WRONG_CANDIDATE != VECTORIZED_CANDIDATE
+    async with Client(build_server(str(root.path), workers=workers)) as client:
+        assert all(phase in client.instructions for phase in ("Specify", "Convert", "Benchmark", "Optimize"))
+        # 1. specify
+        ws = (await ok(client, "init_workspace", source="jobs/shipping.py", udf="shipping_fee"))["workspace"]
+        rows = [[1.0, False], [1.99, False], [2.0, False], [2.01, True], [4.0, True], [None, True], [-1.0, False], [0.0, True], ["NaN", False]]
+        recorded = await ok(client, "record_cases", workspace=ws, inputs=rows, why="branches, the 2 kg boundary, null, NaN and the raising weights")
+        assert recorded["cases_total"] == len(rows)
+        run = await ok(client, "run_tests", workspace=ws, target="original")
+        assert run["failed"] == 0 and run["passed"] > 0
+        assert (await ok(client, "coverage_report", workspace=ws))["gate"]["status"] == "pass"
+        mutation = await ok(client, "mutation_score", workspace=ws)
+        for survivor in mutation["survivors"]:
+            await ok(client, "justify", workspace=ws, item=f"mutant:{survivor['mutant_id']}", reason="equivalent for every input Spark can deliver")
+        assert (await ok(client, "freeze_tests", workspace=ws))["cases"] == len(rows)
+
+        # 2. convert
+        await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=WASTEFUL_CANDIDATE)
+        assert (await ok(client, "run_tests", workspace=ws, target="candidate:fee"))["failed"] == 0
+        assert (await ok(client, "byte_compare", workspace=ws, candidate="fee", hidden_rows=2000))["equal"] is True
+        assert (await ok(client, "audit_candidate", workspace=ws, candidate="fee", hidden_rows=2000))["verdict"] == "PASS"
+
+        # 3. benchmark
+        bench = await ok(client, "run_benchmark", workspace=ws, candidate="fee", rows=5000, repeats=2, warmup=0, modes=["floor", "original", "candidate"], spec=SPEC)
+        assert bench["speedup"] is not None and Path(bench["artifacts"]["chart"]).is_file()
+
+        # 4. optimize
+        profile = await ok(client, "nsys_profile", workspace=ws, candidate="fee", rows=20000, spec=SPEC)
+        assert profile["backend"] == "cpu" and "No GPU profile was possible" in profile["note"]
+        assert any(h["function"] == "evaluate" and h["in_candidate"] for h in profile["hotspots"]) or profile["hotspots"][0]["own_s"] > 0
+        start = await ok(client, "try_optimization", workspace=ws, candidate="fee", label="wasteful but verified starting point", spec=SPEC)
+        assert start["accepted"] is True and start["step"] == 0 and start["speedup"] is None
+
+        await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=VECTORIZED_CANDIDATE)
+        faster = await ok(client, "try_optimization", workspace=ws, candidate="fee", label="drop the wasted passes", rows=100_000, repeats=5, spec=SPEC)
+        assert faster["accepted"] is True and faster["reverted"] is False, faster["reason"]
+        assert faster["speedup_ci"][0] > 1.03 and faster["best_snapshot_id"] == faster["snapshot_id"]
+
+        await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=WRONG_CANDIDATE)
+        rejected = await ok(client, "try_optimization", workspace=ws, candidate="fee", label="skip the express surcharge", rows=100_000, repeats=5, spec=SPEC)
+        assert rejected["accepted"] is False and rejected["reverted"] is True and rejected["audit_verdict"] == "FAIL"
+        assert "byte_compare found" in rejected["reason"] and rejected["restored"] == ["candidate/fee.py"]
+        assert (Path(ws) / "candidate" / "fee.py").read_bytes() == VECTORIZED_CANDIDATE.encode()  # the best, byte for byte
+        attempt = await ok(client, "diff", workspace=ws, from_id=rejected["snapshot_id"])
+        assert "fee = fee" in attempt["diff"]  # the rejected attempt is kept in its snapshot
+        assert rejected["steps_taken"] == 2 and rejected["rejections_in_a_row"] == 1 and rejected["advice"].startswith("continue")
+        journal = [json.loads(line) for line in Path(rejected["journal"]).read_text().splitlines()]
+        assert [(e["step"], e["accepted"]) for e in journal] == [(0, True), (1, True), (2, False)]
+
+        written = await ok(client, "report", workspace=ws)
+        assert written["recommended"] == "fee"
+        markdown = Path(written["artifacts"]["markdown"]).read_text()
+        assert written["embedded_markdown"] == markdown
+        for section in ("The UDF and its source", "Tests", "Candidates", "Recorded deviations", "Benchmarks", "Profiles", "Optimization journal", "Recommendation"):
+            assert f"## {section}" in markdown
+        assert 'shipping_fee = spark_arrow_udf(evaluate, "double")' in markdown
+        assert "drop the wasted passes" in markdown and "skip the express surcharge" in markdown
+        report_json = json.loads(Path(written["artifacts"]["json"]).read_text())
+        assert report_json["candidates"]["fee"]["verified"] is True and len(report_json["journal"]) == 3
+
+        read = await client.read_resource("aether://workspaces/shipping_fee/report")
+        assert read.contents[0].text.startswith("# Conversion report: `shipping_fee`")
