@@ -12,6 +12,7 @@ from pathlib import Path
 from aether_mcp import __version__
 
 DEMO_EXAMPLE = "loyalty_pricing"
+DEMO_ROWS = 200_000  # enough rows for the UDF overhead to show, few enough to keep the demo short
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -22,7 +23,7 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--root", default=".", help="the only directory the tools may touch (default: the current directory)")
     demo = commands.add_parser("demo", help="run the conversion loop on a bundled example and print a summary")
     demo.add_argument("--examples", default=None, help="folder holding the examples (default: the source checkout's examples/)")
-    demo.add_argument("--keep", default=None, help="keep the demo's files in this new folder instead of a temporary one")
+    demo.add_argument("--keep", default=None, help="put the demo's files in this new folder (default: a new temporary folder, left in place for the report)")
     args = parser.parse_args(argv)
     if args.command == "serve":
         sys.exit(_serve(args.root))
@@ -70,8 +71,9 @@ def _demo(examples: str | None, keep: str | None) -> int:
         print(f"aether-mcp demo: {exc}", file=sys.stderr)
         return 1
     finally:
+        # kept, so the report and its charts can be read; a temporary folder says so
         if not keep:
-            shutil.rmtree(root, ignore_errors=True)
+            print(f"The demo's files (workspace, report, charts, benchmark data) are in {root}; delete the folder when done.", flush=True)
 
 
 async def _demo_loop(root: Path) -> int:
@@ -158,11 +160,47 @@ async def _demo_loop(root: Path) -> int:
         say(f"13. audit_candidate -> shortcut (the UDF's logic, row by row): {cheat['verdict']}, fresh comparison equal={cheat['comparison']['equal']}")
         for reason in cheat["reasons"][:2]:
             say(f"     {reason[:160]}")
+
+        bench = await call("run_benchmark", workspace=ws, candidate="discount_sql", rows=DEMO_ROWS, repeats=3, warmup=1, modes=["floor", "original", "candidate"])
+        medians = {m["mode"]: m["median_s"] for m in bench["modes"]}
+        interval = bench["speedup_ci"] or [0.0, 0.0]
+        say(
+            f"14. run_benchmark  -> {DEMO_ROWS:,} rows, 3 rounds: original {medians.get('original', 0):.2f}s, discount_sql {medians.get('candidate', 0):.2f}s, "
+            f"no-UDF floor {medians.get('floor', 0):.2f}s: {bench['speedup']:.2f}x (95% CI {interval[0]:.2f}-{interval[1]:.2f}), "
+            f"{(bench['overhead_eliminated'] or 0):.0%} of the UDF overhead removed"
+        )
+
+        profile = await call("nsys_profile", workspace=ws, candidate="discount_sql")
+        codegen = profile["codegen"] or {}
+        repeated = profile["hotspots"]
+        example = f", e.g. {repeated[0]['function'][:60]} x{repeated[0]['calls']}" if repeated else ""
+        say(
+            f"15. nsys_profile   -> backend {profile['backend']} (no GPU profiler sees the JVM): {codegen.get('in_codegen')} of {codegen.get('operators')} operators "
+            f"in whole-stage codegen, {len(repeated)} subexpression(s) computed more than once{example}"
+        )
+
+        best = await call("try_optimization", workspace=ws, candidate="discount_sql", label="reference candidate", rows=DEMO_ROWS, repeats=3)
+        say(f"16. try_optimization -> step {best['step']}: {best['reason']}")
+        await call("write_file", workspace=ws, path="candidate/discount_sql.py", content=naive)
+        step = await call("try_optimization", workspace=ws, candidate="discount_sql", label="one expression instead of steps", rows=DEMO_ROWS, repeats=3)
+        restored = (Path(ws) / "candidate" / "discount_sql.py").read_text(encoding="utf-8") == good
+        say(
+            f"17. try_optimization -> step {step['step']} ('{step['label']}'): accepted={step['accepted']}, reverted={step['reverted']}; "
+            f"{step['reason'][:120]}; candidate/discount_sql.py restored byte for byte: {restored}"
+        )
+
+        written = await call("report", workspace=ws)
+        say(f"18. report         -> {written['recommendation'][:150]}")
+        say(f"    report written to {written['artifacts']['markdown']}")
+
         ok = not (run["failed"] or run["errors"]) and bool(failing) and proof["equal"] and not caught["equal"]
         ok = ok and clean["verdict"] == "PASS" and cheat["verdict"] == "FAIL"
+        ok = ok and bench["speedup"] is not None and profile["backend"] == "spark-plan" and best["accepted"] and not step["accepted"] and step["reverted"] and restored
+        ok = ok and written["recommended"] == "discount_sql"
         say(
-            f"Done in {time.monotonic() - started:.0f}s: the tests pin the original and caught the naive rewrite; byte_compare proved the careful one "
-            "equal and found the naive one's counterexamples unaided; audit_candidate passed the careful one and failed the shortcut."
+            f"Done in {time.monotonic() - started:.0f}s, all four phases: the tests pin the original and caught the naive rewrite; byte_compare proved the careful one "
+            "equal and found the naive one's counterexamples unaided; audit_candidate passed the careful one and failed the shortcut; run_benchmark timed it "
+            "in Spark; try_optimization kept the verified version and reverted a change that broke equality; the report says what to ship and how."
         )
         return 0 if ok else 1
 

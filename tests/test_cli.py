@@ -1,4 +1,4 @@
-"""`aether-mcp demo`: the loop so far on a bundled example, as `make demo` runs it."""
+"""`aether-mcp demo`: all four phases on a bundled example, as `make demo` runs it."""
 
 import subprocess
 import sys
@@ -33,6 +33,15 @@ def test_demo_runs_the_loop_and_prints_a_summary(tmp_path):
     assert "12. audit_candidate -> discount_sql: PASS (0 findings; fresh comparison equal=True)" in out
     assert "13. audit_candidate -> shortcut (the UDF's logic, row by row): FAIL, fresh comparison equal=True" in out
     assert "row_at_a_time (static, candidate/shortcut.py:" in out
+    assert "14. run_benchmark  -> 200,000 rows, 3 rounds: original " in out and "of the UDF overhead removed" in out
+    assert "15. nsys_profile   -> backend spark-plan (no GPU profiler sees the JVM): " in out and "operators in whole-stage codegen" in out
+    assert "16. try_optimization -> step 0: recorded as the best version" in out
+    assert "17. try_optimization -> step 1 ('one expression instead of steps'): accepted=False, reverted=True; audit_candidate FAIL" in out
+    assert "candidate/discount_sql.py restored byte for byte: True" in out
+    assert "18. report         -> ship candidate/discount_sql.py (sql)" in out
+    report = kept / "aether_workspaces" / "loyalty_discount" / ".aether" / "report" / "report.md"
+    assert f"report written to {report}" in out and "## Recommendation" in report.read_text()
+    assert "all four phases" in out
     assert (kept / "aether_workspaces" / "loyalty_discount" / "original" / "udf.py").is_file()
     assert (kept / "aether_workspaces" / "loyalty_discount" / "candidate" / "discount_sql.py").is_file()
 
