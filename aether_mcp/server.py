@@ -530,7 +530,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         annotations=_annotations(read_only=False, destructive=True, idempotent=False),
         description=(
             "Constraints: the tests must be frozen; `label` says what changed (1..200 characters); min_gain 0..1 (default "
-            "0.03); rows 1..50000000; repeats 1..50. The first call for a candidate records it as the best (after an "
+            "0.03); rows 1..50000000; repeats 1..50; hidden_rows 1000..200000. The first call for a candidate records it as the best (after an "
             "audit_candidate PASS). Each later call snapshots the files, runs audit_candidate (fresh hidden comparison), "
             "then times the candidate against the best in one interleaved Spark run; it is accepted only if clean, equal "
             "and faster with the whole 95% interval of the paired speedup above 1 + min_gain. Otherwise candidate/<name>.py "
@@ -548,8 +548,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         rows: Annotated[int, Field(description="rows of generated data for the timed run")] = 1_000_000,
         repeats: Annotated[int, Field(description="recorded rounds of best vs candidate")] = 7,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
+        hidden_rows: Annotated[int, Field(description="hidden rows for the audit's fresh comparison, 1000..200000")] = 20_000,
     ) -> optimization.TryOptimizationResult:
-        return await _in_thread(ctx, partial(optimization.try_optimization, sandbox, pool, workspace, candidate, label, min_gain, rows, repeats, spec))
+        return await _in_thread(ctx, partial(optimization.try_optimization, sandbox, pool, workspace, candidate, label, min_gain, rows, repeats, spec, hidden_rows))
 
     @server.tool(
         name="report",

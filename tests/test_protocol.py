@@ -345,21 +345,7 @@ async def test_benchmark_tools_through_the_protocol(client):
     assert (await ok(client, "generate_data", workspace=ws, rows=3000, spec=spec))["reused"] is True
     assert "spec names 'price'" in await refused(client, "generate_data", workspace=ws, rows=10, spec={"price": {"min": 1}})
     await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=SQL_CANDIDATE)
-    seen = []
-
-    async def on_progress(progress, total, message):
-        seen.append(message)
-
-    result = await client.call_tool(
-        "run_benchmark",
-        {"workspace": ws, "candidate": "fee", "rows": 3000, "repeats": 2, "warmup": 0, "modes": ["floor", "original", "candidate"], "spec": spec},
-        progress_callback=on_progress,
-    )
-    assert not result.is_error, result.content[0].text
-    bench = result.structured_content
-    assert [m["mode"] for m in bench["modes"]] == ["floor", "original", "candidate"] and bench["data"] == data["path"]
-    assert len(bench["speedup_ci"]) == 2 and set(bench["artifacts"]) == {"json", "chart"}
-    assert any(message.startswith("round 2: ") for message in seen)
+    # a timed run through the protocol, with its progress, is part of test_optimize_loop
     assert "modes may be any of" in await refused(client, "run_benchmark", workspace=ws, candidate="fee", modes=["turbo"])
 
 
@@ -427,6 +413,7 @@ async def test_try_optimization_refusals(client):
     assert "label must say what this attempt changes" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label=" ")
     assert "min_gain must be between 0 and 1" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first", min_gain=2.0)
     assert "repeats must be between 1 and 50" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first", repeats=0)
+    assert "hidden_rows must be between 1000 and 200000" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first", hidden_rows=10)
     text = await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first")
     assert "the tests are not frozen" in text and "freeze_tests(workspace)" in text
     assert (Path(ws) / "candidate" / "fee.py").read_text() == SQL_CANDIDATE and not (Path(ws) / ".aether" / "journal.jsonl").exists()

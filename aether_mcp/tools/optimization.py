@@ -28,7 +28,7 @@ from aether_mcp.harness.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.test_freeze import freeze_record
 from aether_mcp.tools.benchmarking import _benchmarkable, _checked, _run_application, bootstrap_paired_ci, paired_speedup
-from aether_mcp.tools.cheat_audit import AuditCandidateResult, audit_candidate
+from aether_mcp.tools.cheat_audit import MAX_HIDDEN_ROWS, MIN_HIDDEN_ROWS, AuditCandidateResult, audit_candidate
 from aether_mcp.workspace import CANDIDATE_DIR, Workspace
 
 JOURNAL = "journal.jsonl"
@@ -86,6 +86,8 @@ def try_optimization(
     if not isinstance(min_gain, (int, float)) or not 0.0 <= min_gain <= 1.0:
         raise ToolError("min_gain must be between 0 and 1 (0.03: the whole confidence interval at least 3% faster than the best).")
     _checked(None, rows, repeats, 1, timeout_s)
+    if not MIN_HIDDEN_ROWS <= hidden_rows <= MAX_HIDDEN_ROWS:
+        raise ToolError(f"hidden_rows must be between {MIN_HIDDEN_ROWS} and {MAX_HIDDEN_ROWS}: every step's audit needs a fresh comparison on hidden rows (default 20000).")
     if freeze_record(opened) is None:
         raise ToolError("the tests are not frozen: optimize only against a fixed specification. Call freeze_tests(workspace) once the phase-1 gates hold, then try_optimization.")
     report = progress or (lambda done, total, message: None)
