@@ -190,7 +190,7 @@ async def _demo_loop(root: Path) -> int:
         )
 
         written = await call("report", workspace=ws)
-        say(f"18. report         -> {written['recommendation'][:150]}")
+        say(f"18. report         -> ship {written['recommended']}, {bench['speedup']:.2f}x in run_benchmark; {len(written['sections'])} sections, ending with the code that replaces the UDF in the job")
         say(f"    report written to {written['artifacts']['markdown']}")
 
         ok = not (run["failed"] or run["errors"]) and bool(failing) and proof["equal"] and not caught["equal"]
