@@ -11,6 +11,8 @@ import pytest
 from mcp import Client
 
 from aether_mcp.server import build_server
+from aether_mcp.tools import optimization
+from aether_mcp.workspace import Workspace
 from conftest import VECTORIZED_CANDIDATE
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -77,9 +79,17 @@ async def test_the_four_phases_through_mcp(root, workers):
         # 4. optimize
         profile = await ok(client, "nsys_profile", workspace=ws, candidate="fee", rows=20000, spec=SPEC)
         assert profile["backend"] == "cpu" and "No GPU profile was possible" in profile["note"]
-        assert any(h["function"] == "evaluate" and h["in_candidate"] for h in profile["hotspots"]) or profile["hotspots"][0]["own_s"] > 0
-        start = await ok(client, "try_optimization", workspace=ws, candidate="fee", label="wasteful but verified starting point", spec=SPEC)
+        assert "sort" in profile["hotspots"][0]["function"]  # the profile points at the wasted work
+        seen.clear()
+        result = await client.call_tool("try_optimization", {"workspace": ws, "candidate": "fee", "label": "wasteful but verified starting point", "spec": SPEC}, progress_callback=on_progress)
+        start = result.structured_content
         assert start["accepted"] is True and start["step"] == 0 and start["speedup"] is None
+        assert seen and seen[0].startswith("reusing the PASS of ")  # these bytes, audited against these frozen tests: no second audit
+        # once the tests are frozen anew, that audit judged other tests: it no longer counts as current
+        assert optimization._current_pass(Workspace.open(root, ws), "fee") is not None
+        await ok(client, "unfreeze_tests", workspace=ws, reason="checking that an older audit is not reused")
+        await ok(client, "freeze_tests", workspace=ws)
+        assert optimization._current_pass(Workspace.open(root, ws), "fee") is None
 
         await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=VECTORIZED_CANDIDATE)
         faster = await ok(client, "try_optimization", workspace=ws, candidate="fee", label="drop the wasted sort", rows=100_000, repeats=5, spec=SPEC, hidden_rows=2000)
@@ -105,6 +115,7 @@ async def test_the_four_phases_through_mcp(root, workers):
             assert f"## {section}" in markdown
         assert 'shipping_fee = spark_arrow_udf(evaluate, "double")' in markdown
         assert "drop the wasted sort" in markdown and "skip the express surcharge" in markdown
+        assert "unfreezes: 1" in markdown and "checking that an older audit is not reused" in markdown
         report_json = json.loads(Path(written["artifacts"]["json"]).read_text())
         assert report_json["candidates"]["fee"]["verified"] is True and len(report_json["journal"]) == 3
 

@@ -175,6 +175,8 @@ def _start(root, workers, opened: Workspace, name: str, label: str, min_gain: fl
     if audit is None:
         report(0, 1, "audit_candidate of the starting point")
         audit = audit_candidate(root, workers, str(opened.path), name, hidden_rows, cancel=cancel)
+    else:
+        report(1, 1, f"reusing the PASS of {audit.result_path}: these bytes, audited against the tests as frozen now")
     if audit.verdict != "PASS":
         _append_journal(opened, {"candidate": name, "step": 0, "label": label, "accepted": False, "reverted": False, "reason": "starting point failed audit_candidate", "audit_reasons": audit.reasons, "snapshot_id": attempt.snapshot_id})
         raise ToolError(
@@ -273,13 +275,16 @@ def _put_latest_records(opened: Workspace, name: str, records: dict[str, Any]) -
 
 
 def _current_pass(opened: Workspace, name: str) -> AuditCandidateResult | None:
-    """The latest audit of exactly these candidate bytes, if it passed against the frozen tests."""
+    """The latest audit of exactly these candidate bytes, if it passed against the tests as frozen now."""
     try:
         latest = json.loads((opened.state_dir / "runs" / "audits.json").read_text(encoding="utf-8"))[name]
         audit = AuditCandidateResult.model_validate_json(Path(latest["result_path"]).read_text(encoding="utf-8"))
+        # run folders are named by their UTC start time; an audit from before the current freeze judged other tests
+        audited = dt.datetime.strptime(Path(audit.result_path).parent.name[:15], "%Y%m%dT%H%M%S").replace(tzinfo=dt.timezone.utc)
+        frozen = dt.datetime.fromisoformat((freeze_record(opened) or {})["time"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if audit.verdict == "PASS" and audit.tests == "frozen as recorded" and latest.get("candidate_digest") == _digest(opened, name):
+    if audit.verdict == "PASS" and audit.tests == "frozen as recorded" and latest.get("candidate_digest") == _digest(opened, name) and audited > frozen:
         return audit
     return None
 
