@@ -121,3 +121,10 @@ async def test_the_four_phases_through_mcp(root, workers):
 
         read = await client.read_resource("aether://workspaces/shipping_fee/report")
         assert read.contents[0].text.startswith("# Conversion report: `shipping_fee`")
+
+        # a starting point that fails its audit is refused, with what to do next
+        await ok(client, "write_file", workspace=ws, path="candidate/wrong.py", content=WRONG_CANDIDATE)
+        refused = await client.call_tool("try_optimization", {"workspace": ws, "candidate": "wrong", "label": "a wrong start", "hidden_rows": 2000})
+        assert refused.is_error and "cannot be the starting point: audit_candidate FAIL" in refused.content[0].text
+        assert "call try_optimization again" in refused.content[0].text and "Traceback" not in refused.content[0].text
+        assert not (Path(ws) / ".aether" / "optimize" / "wrong.json").exists()
