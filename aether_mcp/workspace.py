@@ -84,6 +84,12 @@ class BenchmarkConfig(BaseModel):
         return None if value is None else check_master(value, "[benchmark] master")
 
 
+class BackendConfig(BaseModel):
+    use: Literal["auto", "cpu", "gpu"] = Field(
+        "auto", description="where vectorized and kernel candidates run unless a call says otherwise: auto takes the GPU where one can run them"
+    )
+
+
 class CompareConfig(BaseModel):
     floats: Literal["exact", "ulp"] = "exact"
     ulp_tolerance: int = Field(0, ge=0, description="floats this many ULPs apart count as equal; a declared deviation")
@@ -104,6 +110,7 @@ class WorkspaceConfig(BaseModel):
     compare: CompareConfig = Field(default_factory=CompareConfig)
     tests: TestsConfig = Field(default_factory=TestsConfig)
     benchmark: BenchmarkConfig = Field(default_factory=BenchmarkConfig)
+    backend: BackendConfig = Field(default_factory=BackendConfig)
 
 
 @dataclass

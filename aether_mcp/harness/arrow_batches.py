@@ -5,7 +5,9 @@ source travels inside the pickled mapper (by value), is compiled once per worker
 cached by content hash, so an edited candidate is always the one that runs and the worker that
 drives Spark never executes it.
 
-Columns reach `evaluate(*series)` with null and NaN kept apart: floating columns are pandas
+Columns reach `evaluate(*series)` as the process's backend gives them (aether_mcp.backend: cuDF
+Series on the GPU backend, converted from Arrow on the device). On the CPU backend, with null
+and NaN kept apart: floating columns are pandas
 `Float64`/`Float32` arrays whose mask marks only nulls (a NaN is a value), integers and booleans
 are nullable `Int*`/`boolean`, strings are `string[python]` (Python str semantics). The returned
 Series goes back the same way: a masked array's mask is the null mask, a NumPy float NaN stays
@@ -22,6 +24,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
+from aether_mcp import backend
 
 ROW_ID = "__aether_row_id"
 OUTPUT = "__aether_output"
@@ -91,7 +95,7 @@ def make_mapper(
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            series = [column_to_series(batch.column(i)) for i in range(1, batch.num_columns)]
+            series = [backend.from_arrow(batch.column(i)) for i in range(1, batch.num_columns)]
             if audit_workspace is None:
                 outputs, errors = _evaluate_isolating(evaluate, series, return_type, 0, batch.num_rows)
                 yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors], names=[ROW_ID, OUTPUT, ERROR])
@@ -146,10 +150,10 @@ def make_arrow_function(source: str, digest: str, filename: str, entry_point: st
 def run_on_arrow(evaluate: Callable[..., Any], columns: tuple[pa.Array, ...] | list[pa.Array], return_type: pa.DataType) -> pa.Array:
     """`evaluate(*series)` on Arrow argument arrays, converted exactly as byte_compare converts them."""
     size = len(columns[0])
-    result = evaluate(*[column_to_series(column) for column in columns])
+    result = evaluate(*[backend.from_arrow(column) for column in columns])
     if len(result) != size:
         raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
-    return series_to_arrow(result, return_type)
+    return backend.to_arrow(result, return_type)
 
 
 def spark_arrow_udf(evaluate: Callable[..., Any], return_type: Any):
@@ -182,7 +186,7 @@ def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataT
         result = evaluate(*part)
         if len(result) != size:
             raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
-        return series_to_arrow(result, return_type), pa.nulls(size, pa.string())
+        return backend.to_arrow(result, return_type), pa.nulls(size, pa.string())
     except CandidateImportError:
         raise
     except Exception as exc:

@@ -167,6 +167,9 @@ def checksum(series: list[Any]) -> str:
 
             digest.update(pd.util.hash_pandas_object(item, index=False).values.tobytes())
         except Exception:
+            if hasattr(item, "to_arrow"):  # a cuDF Series on the GPU backend
+                digest.update(repr(item.to_arrow().to_pylist()).encode())
+                continue
             digest.update(repr(list(item)).encode())
     return digest.hexdigest()
 

@@ -3,7 +3,8 @@
 Both get the same rows in the form Spark hands them over: the candidate whole columns as
 arrow_batches builds them (null and NaN apart), a row UDF original one Python value per
 argument per row, a pandas UDF original whole pandas Series. One warm-up call each, then the
-two alternate for `repeats` rounds. On a GPU, device work is synchronized before the clock stops.
+two alternate for `repeats` rounds. On the GPU backend (AETHER_BACKEND=gpu) columns go to the device as cuDF Series first, as Spark's
+batches do, and device work is synchronized before the clock stops.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from aether_mcp import backend
 
 
 def main(argv: list[str]) -> int:
@@ -45,7 +48,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     source_path = candidate_path(workspace, request["target"])
     source = source_path.read_text(encoding="utf-8")
     evaluate = arrow_batches.candidate_module(source, hashlib.sha256(source.encode()).hexdigest(), str(source_path)).evaluate
-    series = [arrow_batches.column_to_series(column.combine_chunks()) for column in table.columns]
+    series = [backend.from_arrow(column.combine_chunks()) for column in table.columns]
     raised = [0]
     if config.udf.kind == "pandas":
         pandas_args = [column.to_pandas() for column in table.columns]
@@ -64,7 +67,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
                     failures += 1
             raised[0] = failures
 
-    synchronize = _device_synchronizer()
+    synchronize = backend.synchronize
 
     def run_candidate() -> None:
         evaluate(*series)
@@ -78,7 +81,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
             started = time.perf_counter()
             call()
             timings[name].append(time.perf_counter() - started)
-    return {**timings, "original_raised_rows": raised[0], "backend": "gpu" if synchronize is not _nothing else "cpu"}
+    return {**timings, "original_raised_rows": raised[0], "backend": backend.name(), "allocator": backend.allocator()}
 
 
 def _profile(request: dict[str, Any]) -> dict[str, Any]:
@@ -102,13 +105,13 @@ def _profile(request: dict[str, Any]) -> dict[str, Any]:
     source_path = candidate_path(workspace, request["target"])
     source = source_path.read_text(encoding="utf-8")
     evaluate = arrow_batches.candidate_module(source, hashlib.sha256(source.encode()).hexdigest(), str(source_path)).evaluate
-    series = [arrow_batches.column_to_series(column.combine_chunks()) for column in table.columns]
-    synchronize = _device_synchronizer()
     began = time.perf_counter()
+    series = [backend.from_arrow(column.combine_chunks()) for column in table.columns]  # to the device, as Spark's batches go
+    synchronize = backend.synchronize
     result = evaluate(*series)  # warm-up: imports, caches and compilation stay out of the profile
     synchronize()
-    result_bytes = arrow_batches.series_to_arrow(result, to_arrow_type(parse_type(workspace.config.udf.return_type))).nbytes
-    measured = {"data_bytes": table.nbytes, "result_bytes": result_bytes, "candidate_file": str(source_path), "backend": "gpu" if synchronize is not _nothing else "cpu"}
+    result_bytes = backend.to_arrow(result, to_arrow_type(parse_type(workspace.config.udf.return_type))).nbytes
+    measured = {"data_bytes": table.nbytes, "result_bytes": result_bytes, "candidate_file": str(source_path), "backend": backend.name(), "allocator": backend.allocator()}
     if request["profile"] == "nsys":
         ranges = _nvtx_range()
         started = time.perf_counter()
@@ -146,24 +149,6 @@ def _nvtx_range():
         return lambda name: nvtx.annotate(name)
     except ImportError:
         return lambda name: contextlib.nullcontext()
-
-
-def _nothing() -> None:
-    return None
-
-
-def _device_synchronizer():
-    """cuda.synchronize() where a real GPU is in use; nothing on CPU."""
-    from aether_mcp.harness.worker_pool import has_gpu
-
-    if not has_gpu():
-        return _nothing
-    try:
-        from numba import cuda
-
-        return cuda.synchronize
-    except Exception:
-        return _nothing
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+from aether_mcp.backend import Resolved, has_gpu  # noqa: F401  (has_gpu: re-exported for the tools)
 from aether_mcp.harness import subprocess_runner, value_codec
 from aether_mcp.harness.java_runtime import JavaUnavailable, check_java
 from aether_mcp.harness.worker_protocol import RequestCancelled, WorkerUnavailable, request
@@ -28,9 +29,6 @@ from aether_mcp.workspace import SparkConfig, Workspace, state_home
 ROLES = ("reference", "candidate")
 
 
-def has_gpu() -> bool:
-    """Whether an NVIDIA device is visible to this machine."""
-    return any(Path("/dev").glob("nvidia[0-9]*"))
 
 
 class EvaluationFailed(Exception):
@@ -71,10 +69,10 @@ class WorkerPool:
         self._closed = False
         self.starts = 0
 
-    def get(self, role: str, spark: SparkConfig) -> WorkerHandle:
-        """A live worker for `role` with these Spark settings, starting one when needed."""
-        assert role in ROLES
-        key = f"{role}-" + hashlib.sha256(json.dumps([spark.master, spark.conf], sort_keys=True).encode()).hexdigest()[:12]
+    def get(self, role: str, spark: SparkConfig, backend: str = "cpu") -> WorkerHandle:
+        """A live worker for `role` with these Spark settings and candidate backend ("cpu"/"gpu"), started when needed."""
+        assert role in ROLES and backend in ("cpu", "gpu")
+        key = f"{role}-{'gpu-' if backend == 'gpu' else ''}" + hashlib.sha256(json.dumps([spark.master, spark.conf], sort_keys=True).encode()).hexdigest()[:12]
         with self._lock:
             if self._closed:
                 raise ToolError("the server is shutting down; start it again and retry.")
@@ -90,7 +88,7 @@ class WorkerPool:
                 raise ToolError(str(exc)) from None
             while len(self._workers) >= self.max_workers:
                 self._stop(min(self._workers.values(), key=lambda h: h.last_used))
-            handle = self._start(role, key, spark)
+            handle = self._start(role, key, spark, backend)
             self._workers[key] = handle
             return handle
 
@@ -106,9 +104,10 @@ class WorkerPool:
         typed: bool = False,
         timeout_s: float = 600.0,
         cancel: threading.Event | None = None,
+        backend: str = "cpu",
     ) -> Evaluation:
         """Outputs of `target` on `rows` from the `role` worker; a worker that times out or dies is replaced."""
-        handle = self.get(role, workspace.config.spark)
+        handle = self.get(role, workspace.config.spark, backend)
         message = {"op": "evaluate", "workspace": str(workspace.path), "target": target, "rows": value_codec.encode(rows)}
         if shape:
             message["shape"] = shape
@@ -119,9 +118,9 @@ class WorkerPool:
         reply = self._request(handle, role, message, f"evaluating {target}", timeout_s, cancel)
         return Evaluation(value_codec.decode(reply["outputs"]), str(reply["output_type"]), bool(reply.get("output_nullable", True)))
 
-    def audit(self, workspace: Workspace, target: str, small: list, large: list, *, timeout_s: float = 600.0, cancel: threading.Event | None = None) -> dict:
+    def audit(self, workspace: Workspace, target: str, small: list, large: list, *, timeout_s: float = 600.0, cancel: threading.Event | None = None, backend: str = "cpu") -> dict:
         """The candidate run under watch in the candidate worker (the watch stays installed but idle)."""
-        handle = self.get("candidate", workspace.config.spark)
+        handle = self.get("candidate", workspace.config.spark, backend)
         message = {"op": "audit", "workspace": str(workspace.path), "target": target, "rows": value_codec.encode(small), "rows_large": value_codec.encode(large)}
         reply = self._request(handle, "candidate", message, f"auditing {target}", timeout_s, cancel)
         return value_codec.decode(reply["report"])
@@ -178,7 +177,7 @@ class WorkerPool:
                 self._stop(handle)
         shutil.rmtree(self.directory, ignore_errors=True)
 
-    def _start(self, role: str, key: str, spark: SparkConfig) -> WorkerHandle:
+    def _start(self, role: str, key: str, spark: SparkConfig, backend: str) -> WorkerHandle:
         self.starts += 1
         socket_path = str(self.directory / f"{key}-{self.starts}.sock")
         log_path = self.directory / f"{key}-{self.starts}.log"
@@ -207,8 +206,8 @@ class WorkerPool:
             # Python-side datetime conversions use the process's zone: make it the session's.
             "TZ": spark.conf.get("spark.sql.session.timeZone", "UTC"),
         }
-        if not has_gpu():
-            env["NUMBA_ENABLE_CUDASIM"] = "1"  # kernel candidates run, slowly and for correctness only, on CPU
+        # Spark's Python workers inherit it: which backend candidate code runs on (see aether_mcp.backend)
+        env.update(Resolved(backend, backend == "cpu", "").env())
         process = subprocess_runner.start(argv, cwd=self.directory, log_path=log_path, env_extra=env)
         handle = WorkerHandle(role, key, socket_path, log_path, process, time.monotonic())
         deadline = time.monotonic() + self.start_timeout_s
