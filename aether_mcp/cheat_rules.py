@@ -20,6 +20,7 @@ WHY = {
     "reaches_original": "a candidate must compute the result itself; loading the original (or any code by name at run time) hides it",
     "row_at_a_time": "per-row Python work in a vectorized or kernel target (or a Python UDF in a sql target) is the slowness the conversion removes",
     "host_round_trip": "copying device data back to the host on the GPU path throws away the GPU",
+    "no_device_work": "on the GPU backend, a candidate that launches no kernel computed on the host: no GPU speed can come from it",
     "fallback": "a broad except around the fast path silently falls back to other code when it fails",
     "hard_coded": "a literal taken from the test cases, not from the original, only makes the tests pass",
     "reads_forbidden": "a candidate must not read tests, server state or the original, or probe its environment to detect a test run",
@@ -32,6 +33,7 @@ FIX = {
     "reaches_original": "re-implement the logic in the candidate; copy constants and helpers you need from original/udf.py",
     "row_at_a_time": "use whole-column operations: pandas .str, np.where/np.select, Series.map with a dict, Spark SQL functions",
     "host_round_trip": "keep the data on the device; return a device Series and let the harness convert it once",
+    "no_device_work": "use xp/xdf from aether_mcp.backend (CuPy/cuDF on the GPU backend) for the work, not NumPy/pandas or Python",
     "fallback": "catch only the specific exception you expect, or let it raise",
     "hard_coded": "derive values from the original's constants and logic, not from test expectations",
     "reads_forbidden": "remove the file, environment or frame access",
@@ -47,6 +49,14 @@ ESCAPE_MODULES = {"threading", "multiprocessing", "concurrent", "subprocess", "s
 ESCAPE_OS_CALLS = {"fork", "system", "popen", "spawnl", "spawnv", "execv", "execl", "execve", "forkpty", "kill"}
 ROW_METHODS = {"apply", "applymap", "iterrows", "itertuples", "agg", "aggregate", "transform", "pipe"}
 HOST_METHODS = {"to_pandas", "values_host", "asnumpy", "copy_to_host", "to_arrow"}
+# Modules whose arrays and Series live on the GPU (aether_mcp.backend's xp/xdf are CuPy/cuDF there).
+DEVICE_MODULES = {"cupy", "cupyx", "cudf", "dask_cudf", "pylibcudf", "rmm"}
+# In a per-row loop of a device-capable module, each of these copies device data to the host.
+ROW_HOST_METHODS = {"item", "tolist", "to_numpy", "copy_to_host", "values_host"}
+ROW_HOST_CASTS = {"float", "int", "bool", "complex"}
+ELEMENT_ACCESSORS = {"iloc", "iat", "at", "loc", "values", "array"}
+ITERATING_CALLS = {"zip", "enumerate", "reversed", "iter", "list", "tuple", "sorted"}
+NOT_ROWS = {"columns", "dtypes", "shape", "ndim", "names", "size"}
 CACHE_METHODS = {"cache", "persist", "checkpoint", "localCheckpoint", "broadcast"}
 MUTATING_METHODS = {"append", "extend", "update", "setdefault", "add", "insert", "pop", "popitem", "clear", "remove", "discard"}
 WRITE_CALLS = {"write_text", "write_bytes", "unlink", "remove", "rename", "replace", "makedirs", "mkdir", "rmtree", "copyfile", "copytree", "move", "symlink"}
@@ -142,6 +152,7 @@ class _Scanner:
 
     def run(self) -> list[RuleFinding]:
         self._imports()
+        self._device_row_copies()  # first: on a line both flag, the per-row evidence is the one kept
         self._calls_and_attributes()
         self._loops()
         self._try_blocks()
@@ -248,6 +259,56 @@ class _Scanner:
                 if any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(iterable)):
                     self.add("row_at_a_time", node, detail="a Python loop over the data")
                     break
+
+    def _device_row_copies(self) -> None:
+        """Per-row device-to-host copies in a device-capable module: element reads, casts and host
+        conversions inside a Python loop over the data, and `.tolist()`/`list(x)`/`.item()` anywhere."""
+        if self.kind == "sql" or not self._device_capable():
+            return
+        data = self._data_names()
+        loops = [node for node in ast.walk(self.tree) if self._per_row_loop(node, data) and not self._inside_device(node)]
+        elements = {
+            name.id
+            for loop in loops
+            for target, iterable in _loop_targets(loop)
+            if _iterates_elements(iterable, data)
+            for name in ast.walk(target)
+            if isinstance(name, ast.Name)
+        }
+        copy = "a per-row device-to-host copy"
+        for loop in loops:
+            for target, iterable in _loop_targets(loop):
+                if _iterates_elements(iterable, data):
+                    self.add("host_round_trip", loop, detail=f"iterating {ast.unparse(iterable)} pulls one element at a time: {copy}")
+            for node in _per_row_region(loop):
+                if self._inside_device(node):
+                    continue
+                if isinstance(node, ast.Call):
+                    name = _call_name(node)
+                    if isinstance(node.func, ast.Attribute) and name in ROW_HOST_METHODS:
+                        self.add("host_round_trip", node, detail=f".{name}() inside a Python loop over the data: {copy}")
+                    elif isinstance(node.func, ast.Name) and name in ROW_HOST_CASTS and len(node.args) == 1:
+                        argument = node.args[0]
+                        if (isinstance(argument, ast.Subscript) and not isinstance(argument.slice, ast.Slice)) or (isinstance(argument, ast.Name) and argument.id in elements):
+                            self.add("host_round_trip", node, detail=f"{name}({ast.unparse(argument)}) of one element inside a Python loop: {copy}")
+                elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and not isinstance(node.slice, ast.Slice):
+                    owner = node.value
+                    if isinstance(owner, ast.Attribute) and owner.attr in ELEMENT_ACCESSORS:
+                        self.add("host_round_trip", node, detail=f".{owner.attr}[...] reads one element inside a Python loop: {copy}")
+                    elif isinstance(owner, ast.Name) and owner.id in data:
+                        self.add("host_round_trip", node, detail=f"{ast.unparse(node)} reads one element inside a Python loop: {copy}")
+                elif isinstance(node, ast.Attribute) and node.attr == "values_host":
+                    self.add("host_round_trip", node, detail=f".values_host inside a Python loop over the data: {copy}")
+        for node in ast.walk(self.tree):
+            if not isinstance(node, ast.Call) or self._inside_device(node):
+                continue
+            name = _call_name(node)
+            if isinstance(node.func, ast.Attribute) and name == "tolist":
+                self.add("host_round_trip", node, detail=f".tolist() copies every element of a device array to the host as Python objects: {copy} for each")
+            elif isinstance(node.func, ast.Attribute) and name == "item" and not node.args:
+                self.add("host_round_trip", node, detail=f".item() copies one element from the device to the host: {copy} when it runs per row")
+            elif isinstance(node.func, ast.Name) and name in ("list", "iter") and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in data:
+                self.add("host_round_trip", node, detail=f"{name}({node.args[0].id}) pulls the data to the host one element at a time: {copy} for each")
 
     def _try_blocks(self) -> None:
         for node in ast.walk(self.tree):
@@ -397,6 +458,38 @@ class _Scanner:
     def _uses_device_library(self) -> bool:
         return bool(self.modules & {"cupy", "cp", "cudf"})
 
+    def _device_capable(self) -> bool:
+        return device_capable(self.tree)
+
+    def _per_row_loop(self, node: ast.AST, data: set[str]) -> bool:
+        """A Python loop (or comprehension) over something derived from the data, `range(len(x))` included;
+        a literal tuple or list of columns is a fixed handful of passes, not one per row."""
+        if isinstance(node, ast.While):
+            iterables = [node.test]
+        elif isinstance(node, (ast.For, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            iterables = [iterable for _, iterable in _loop_targets(node)]
+        else:
+            return False
+        return any(
+            not isinstance(iterable, (ast.Tuple, ast.List, ast.Set)) and any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(iterable))
+            for iterable in iterables
+        )
+
+
+def device_capable(tree: ast.AST) -> bool:
+    """Imports a library whose arrays live on the GPU: CuPy, cuDF, numba.cuda, or aether_mcp.backend (xp, xdf)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] in DEVICE_MODULES or name == "numba.cuda" or name.startswith(("numba.cuda.", "aether_mcp.backend")):
+                return True
+    return False
+
 
 def _call_name(call: ast.Call) -> str | None:
     if isinstance(call.func, ast.Name):
@@ -404,6 +497,45 @@ def _call_name(call: ast.Call) -> str | None:
     if isinstance(call.func, ast.Attribute):
         return call.func.attr
     return None
+
+
+def _loop_targets(loop: ast.AST) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, iterable) of each `for` in a loop or comprehension."""
+    if isinstance(loop, ast.For):
+        return [(loop.target, loop.iter)]
+    if isinstance(loop, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        return [(generator.target, generator.iter) for generator in loop.generators]
+    return []
+
+
+def _per_row_region(loop: ast.AST) -> list[ast.AST]:
+    """Every node a loop runs once per step: the body (and a while's test), or a comprehension's all but its first iterable."""
+    if isinstance(loop, ast.For):
+        roots: list[ast.AST] = [*loop.body, *loop.orelse]
+    elif isinstance(loop, ast.While):
+        roots = [loop.test, *loop.body, *loop.orelse]
+    else:
+        roots = [loop.key, loop.value] if isinstance(loop, ast.DictComp) else [loop.elt]
+        for position, generator in enumerate(loop.generators):
+            roots += generator.ifs + ([generator.iter] if position else [])
+    return [node for root in roots for node in ast.walk(root)]
+
+
+def _iterates_elements(iterable: ast.expr, data: set[str]) -> bool:
+    """Iterating this yields the data's elements themselves (`for v in arr`, `zip(a, b)`, `s.items()`), one host copy each."""
+    if isinstance(iterable, ast.Name):
+        return iterable.id in data
+    if isinstance(iterable, ast.Attribute):
+        root = iterable
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return iterable.attr not in NOT_ROWS and isinstance(root, ast.Name) and root.id in data
+    if isinstance(iterable, ast.Call):
+        if isinstance(iterable.func, ast.Name) and iterable.func.id in ITERATING_CALLS:
+            return any(_iterates_elements(argument, data) for argument in iterable.args)
+        if isinstance(iterable.func, ast.Attribute) and iterable.func.attr in ("items", "iteritems") and not iterable.args:
+            return isinstance(iterable.func.value, ast.Name) and iterable.func.value.id in data
+    return False
 
 
 def _opens_for_writing(call: ast.Call) -> bool:

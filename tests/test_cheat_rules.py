@@ -213,6 +213,94 @@ HONEST_SQL = [
 ]
 
 
+# Per-row device-to-host copies in a device-capable module (aether_mcp.backend, CuPy, cuDF, numba.cuda):
+# each body with the text of the line the finding must point at.
+DEVICE_ROW_COPIES = [
+    (
+        "from aether_mcp.backend import xp, array, series\ndef evaluate(x):\n    xp_values = array(x)\n    return series([float(v) for v in xp_values])\n",
+        "return series([float(v) for v in xp_values])",
+    ),
+    (
+        "import cudf\ndef evaluate(s):\n    out = np.zeros(len(s))\n    for i in range(len(s)):\n        out[i] = s.iloc[i] * 2\n    return cudf.Series(out)\n",
+        "out[i] = s.iloc[i] * 2",
+    ),
+    (
+        "import cupy as cp\ndef evaluate(x):\n    values = cp.asarray(x)\n    out = cp.zeros(len(values))\n    for i in range(len(values)):\n        out[i] = values[i].item() * 2\n    return out\n",
+        "out[i] = values[i].item() * 2",
+    ),
+    (
+        "from aether_mcp.backend import xp, series\ndef evaluate(x):\n    doubled = xp.asarray(x) * 2\n    return series(doubled.tolist())\n",
+        "return series(doubled.tolist())",
+    ),
+    (
+        "from aether_mcp.backend import array, series\ndef evaluate(x):\n    values = array(x)\n    out = []\n    for v in values:\n        out.append(v * 2)\n    return series(out)\n",
+        "for v in values:",
+    ),
+    (
+        "import cudf\ndef evaluate(a, b):\n    return cudf.Series([p.iat[0] for p in (a, b)] + [a.iat[i] + b.iat[i] for i in range(len(a))])\n",
+        "return cudf.Series(",
+    ),
+    (
+        "from aether_mcp.backend import xdf\ndef evaluate(x):\n    return xdf.Series(list(x))\n",
+        "return xdf.Series(list(x))",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "line"), DEVICE_ROW_COPIES)
+def test_a_per_row_copy_from_the_device_is_a_host_round_trip(body, line):
+    source = HEADER + body
+    findings = [f for f in cheat_rules.check_candidate(source, "candidate/c.py", "vectorized", set(), set(), "evaluate") if f.rule == "host_round_trip"]
+    assert findings, body
+    assert all(f.severity == "block" for f in findings)
+    assert any(line in f.evidence and "per-row device-to-host copy" in f.evidence for f in findings), [f.evidence for f in findings]
+
+
+def test_the_same_loops_inside_a_cuda_kernel_are_per_thread_not_host_copies():
+    body = """
+    from numba import cuda
+
+    @cuda.jit
+    def _kernel(out, x):
+        i = cuda.grid(1)
+        if i < out.size:
+            total = 0.0
+            for k in range(len(x)):
+                total += float(x[k])
+            for v in x:
+                total += v
+            out[i] = total
+
+    def evaluate(x):
+        out = np.zeros(len(x))
+        _kernel.forall(len(x))(out, x.to_numpy(dtype="float64", na_value=0.0))
+        return pd.Series(out)
+    """
+    assert rules(body) == set()
+    assert rules(body, "kernel") == set()
+
+
+def test_a_loop_over_a_tuple_of_columns_in_a_backend_candidate_is_not_per_row():
+    body = """
+    from aether_mcp.backend import xp, array, series
+
+    def evaluate(a, b):
+        total = xp.zeros(len(a))
+        for column in (a, b):
+            total = total + array(column, dtype="float64", na_value=0.0)
+        arrays = [array(s) for s in (a, b)]
+        return series(total + arrays[0], null=xp.isnan(arrays[1]), index=a.index)
+    """
+    assert rules(body) == set()
+
+
+def test_host_conversions_in_a_numpy_only_candidate_are_not_host_round_trips():
+    honest = "def evaluate(x):\n    values = x.to_numpy(dtype='float64', na_value=0.0)\n    return pd.Series(values.tolist()) * values.sum().item()\n"
+    assert rules(honest) == set()
+    per_row = "def evaluate(x):\n    out = []\n    for i in range(len(x)):\n        out.append(float(x.to_numpy()[i]) + x.iloc[i].item())\n    return pd.Series(out)\n"
+    assert rules(per_row) == {"row_at_a_time"}  # slow, but no device to copy from
+
+
 @pytest.mark.parametrize("body", HONEST)
 def test_honest_vectorized_idioms_raise_nothing(body):
     assert rules(body) == set()
@@ -241,4 +329,6 @@ def test_workspace_modules_a_candidate_imports_are_found(tmp_path):
 
 def test_every_rule_has_a_why_and_a_fix():
     assert set(cheat_rules.WHY) == set(cheat_rules.FIX)
-    assert set(CAUGHT) | {"hard_coded", "batch_dependent"} == set(cheat_rules.WHY)
+    # hard_coded and batch_dependent have tests of their own; no_device_work comes only from device
+    # counters on the GPU backend (test_backends judges recorded reports)
+    assert set(CAUGHT) | {"hard_coded", "batch_dependent", "no_device_work"} == set(cheat_rules.WHY)
