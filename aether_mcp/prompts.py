@@ -37,9 +37,10 @@ CONVERT = """\
 Phase 2, convert: write a candidate and prove it equal to the original as Spark runs it.
 1. Choose the target: "sql" (build(*cols) -> Column, or a list of (name, Column) steps so a value
    used in several branches is computed once) when Spark functions can express the logic exactly;
-   "vectorized" (evaluate(*series) -> Series over whole batches, NumPy/pandas, which cuDF/CuPy run
-   on a GPU); "kernel" (numba.cuda) for numeric loops on a GPU. Resources aether://notes/spark-functions
-   and aether://notes/gpu-idioms map Python idioms to each.
+   "vectorized" (evaluate(*series) -> Series over whole batches; xp/array/series from
+   aether_mcp.backend make one source run on NumPy/pandas and on CuPy/cuDF); "kernel" (numba.cuda)
+   for numeric loops on a GPU, simulated on a CPU for correctness only. Resources
+   aether://notes/spark-functions and aether://notes/gpu-idioms map Python idioms to each.
 2. write_file(workspace, "candidate/<name>.py", ...); run_tests(workspace, "candidate:<name>").
 3. byte_compare(workspace, "<name>"): equal on the cases, the edge corpus and fresh hidden rows.
    Each mismatch is a counterexample (shrunk): fix the candidate, not the tests.

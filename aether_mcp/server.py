@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from functools import partial
-from typing import Annotated, Any, AsyncIterator, Callable, TypeVar
+from typing import Annotated, Any, AsyncIterator, Callable, Literal, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -34,8 +34,10 @@ two equal as Spark runs them. Four phases; do not start one before the previous 
    freeze_tests. Gate: tests pass on the original, every line and branch covered or justified,
    mutation score >= 0.8.
 2. Convert: write candidate/<name>.py (TARGET "sql" with build(*cols), or "vectorized"/"kernel"
-   with evaluate(*series)) -> run_tests(ws, "candidate:<name>") -> byte_compare -> audit_candidate.
-   Gate: PASS (no cheat finding and a fresh exact comparison on hidden rows).
+   with evaluate(*series); `from aether_mcp.backend import xp, array, series` serves CPU and GPU)
+   -> run_tests(ws, "candidate:<name>") -> byte_compare -> audit_candidate. Gate: PASS (no cheat
+   finding and a fresh exact comparison on hidden rows). Results say backend cpu/gpu; a kernel on
+   the CPU is simulated (correctness only); gpu_verified needs device counters.
 3. Benchmark: run_benchmark (original vs candidate vs the no-UDF floor, speedup with a 95% CI);
    tune_arrow_batch for vectorized candidates.
 4. Optimize: nsys_profile (nsys on GPU, Python profiler on CPU, Spark plan for sql) ->
@@ -50,6 +52,12 @@ Only files inside the server root can be used."""
 
 T = TypeVar("T")
 WorkspaceArg = Annotated[str, Field(description="the workspace path returned by init_workspace (absolute, or relative to the server root)")]
+BackendArg = Annotated[
+    Literal["auto", "cpu", "gpu"] | None,
+    Field(
+        description="where a vectorized/kernel candidate runs: cpu (pandas/NumPy; kernels simulated), gpu (cuDF/CuPy, native kernels), auto (the GPU for candidates importing aether_mcp.backend/CuPy/cuDF/numba.cuda, where one can run them); default aether.toml's [backend] use"
+    ),
+]
 SnapshotIdArg = Annotated[int, Field(description="a snapshot id from snapshot or list_snapshots")]
 
 
@@ -115,8 +123,13 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         benchmark_master: Annotated[
             str | None, Field(description="Spark master for run_benchmark and tune_arrow_batch, e.g. spark://host:7077, frozen as [benchmark] master; default local[*]")
         ] = None,
+        backend: Annotated[
+            Literal["auto", "cpu", "gpu"], Field(description="where vectorized/kernel candidates run unless a call says otherwise, frozen as [backend] use; auto: the GPU where one can run them")
+        ] = "auto",
     ) -> workspaces.InitWorkspaceResult:
-        return workspaces.init_workspace(sandbox, source, udf, arg_types=arg_types, workspace=workspace, return_type=return_type, benchmark_master=benchmark_master)
+        return workspaces.init_workspace(
+            sandbox, source, udf, arg_types=arg_types, workspace=workspace, return_type=return_type, benchmark_master=benchmark_master, backend=backend
+        )
 
     @server.tool(
         name="workspace_status",
@@ -204,8 +217,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
             "needs tests/test_*.py; the run is killed after `timeout_s` (default from aether.toml, 300 s). "
             "Needs Java 17+. Runs pytest in a separate sandboxed process with the harness fixture "
             "`udf_under_test(rows)` bound to the target: it evaluates argument rows through a real SparkSession "
-            "and returns the outputs. Returns counts, each test's outcome with a capped message, and the path "
-            "of the full log. Reports progress; cancelling stops the run."
+            "and returns the outputs. Returns counts, each test's outcome with a capped message, the path "
+            "of the full log, and the backend (a kernel candidate on the CPU backend is `simulated`). Reports progress; cancelling stops the run."
         ),
     )
     async def run_tests(
@@ -213,8 +226,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         target: Annotated[str, Field(description="'original' or 'candidate:<name>'")],
         ctx: Context,
         timeout_s: Annotated[int | None, Field(description="hard limit for the whole run, 1..3600 s")] = None,
+        backend: BackendArg = None,
     ) -> test_runs.RunTestsResult:
-        return await _in_thread(ctx, partial(test_runs.run_tests, sandbox, pool, workspace, target, timeout_s=timeout_s))
+        return await _in_thread(ctx, partial(test_runs.run_tests, sandbox, pool, workspace, target, timeout_s=timeout_s, backend=backend))
 
     @server.tool(
         name="coverage_report",
@@ -334,7 +348,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
             "literals of the original; compares every output in the server, exactly (null only null, NaN only "
             "NaN, -0.0 is not 0.0, floats bit for bit, types must match). Returns `equal`, per-source counts, the "
             "first mismatches (hidden ones shrunk to small counterexamples), what the original raised on, the "
-            "policy and the backend. Reports progress; cancelling stops it."
+            "policy, and where it ran: `backend` cpu or gpu (`backend` argument, default aether.toml's), `simulated` for a "
+            "kernel under numba's CUDA simulator, `gpu_verified` only when device counters (nsys) saw the work on the GPU. "
+            "Reports progress; cancelling stops it."
         ),
     )
     async def byte_compare_tool(
@@ -342,8 +358,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
         ctx: Context,
         hidden_rows: Annotated[int, Field(description="how many hidden rows to generate, 0..200000")] = 20_000,
+        backend: BackendArg = None,
     ) -> byte_compare.ByteCompareResult:
-        return await _in_thread(ctx, partial(byte_compare.byte_compare, sandbox, pool, workspace, candidate, hidden_rows))
+        return await _in_thread(ctx, partial(byte_compare.byte_compare, sandbox, pool, workspace, candidate, hidden_rows, backend=backend))
 
     @server.tool(
         name="audit_candidate",
@@ -357,7 +374,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
             "candidate worker (a tripwire original, Python steps in the candidate's code on 1,000 vs 20,000 rows, the executed plan of sql "
             "targets, inputs unchanged, one batch vs one-row batches, nothing left running) and a fresh byte_compare "
             "on new hidden rows. Returns `verdict` PASS or FAIL with `reasons`, `findings` (rule, severity, file, "
-            "line, evidence, why, fix) and the comparison summary. Reports progress; cancelling stops it."
+            "line, evidence, why, fix), the comparison summary and the backend. On the GPU backend, device counters that show no "
+            "kernel or data copied back to the host mid-run are blocking findings. Reports progress; cancelling stops it."
         ),
     )
     async def audit_candidate(
@@ -365,8 +383,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
         ctx: Context,
         hidden_rows: Annotated[int, Field(description="hidden rows for the fresh comparison, 1000..200000")] = 20_000,
+        backend: BackendArg = None,
     ) -> cheat_audit.AuditCandidateResult:
-        return await _in_thread(ctx, partial(cheat_audit.audit_candidate, sandbox, pool, workspace, candidate, hidden_rows))
+        return await _in_thread(ctx, partial(cheat_audit.audit_candidate, sandbox, pool, workspace, candidate, hidden_rows, backend=backend))
 
     @server.tool(
         name="record_deviation",
@@ -432,13 +451,13 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         description=(
             "Constraints: the candidate must pass byte_compare on 2000 hidden rows first (else refused with the reason); "
             "rows 1..50000000; repeats 1..50; warmup 0..10; modes from floor, original, original_arrow, candidate "
-            "(default all); kernel candidates need a GPU. Generates (or reuses) data with generate_data's recipe "
+            "(default all); kernel candidates need the GPU backend (a simulated kernel is refused). Generates (or reuses) data with generate_data's recipe "
             "(`spec` as there), then runs a separate Spark application (`master`, else aether.toml's [benchmark] master, else local[*]): each run "
             "reads the Parquet, applies the mode and writes every column to the noop sink; modes interleave in a fresh "
             "order each round after warm-up. Returns per-mode median/min/max/cv/rows_per_s, failed modes with their "
             "errors, speedup (median of per-round original/candidate ratios) with a 95% bootstrap speedup_ci, overhead_eliminated "
-            "((original-candidate)/(original-floor)), the environment and confs, and artifacts {json, chart}. Reports "
-            "progress; cancelling stops the Spark application."
+            "((original-candidate)/(original-floor)), the backend and gpu_verified, the environment and confs, and artifacts "
+            "{json, chart}. Reports progress; cancelling stops the Spark application."
         ),
     )
     async def run_benchmark(
@@ -451,8 +470,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         modes: Annotated[list[str] | None, Field(description="subset of floor, original, original_arrow, candidate")] = None,
         master: Annotated[str | None, Field(description="Spark master URL, e.g. spark://host:7077; default aether.toml's [benchmark] master, else local[*]")] = None,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
+        backend: BackendArg = None,
     ) -> benchmarking.RunBenchmarkResult:
-        return await _in_thread(ctx, partial(benchmarking.run_benchmark, sandbox, pool, workspace, candidate, rows, repeats, warmup, modes, master, spec))
+        return await _in_thread(ctx, partial(benchmarking.run_benchmark, sandbox, pool, workspace, candidate, rows, repeats, warmup, modes, master, spec, backend=backend))
 
     @server.tool(
         name="tune_arrow_batch",
@@ -497,8 +517,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         rows: Annotated[int, Field(description="rows of generated data")] = 100_000,
         repeats: Annotated[int, Field(description="timed calls of each")] = 5,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
+        backend: BackendArg = None,
     ) -> benchmarking.MicroBenchmarkResult:
-        return await _in_thread(ctx, partial(benchmarking.micro_benchmark, sandbox, workspace, candidate, rows, repeats, spec))
+        return await _in_thread(ctx, partial(benchmarking.micro_benchmark, sandbox, workspace, candidate, rows, repeats, spec, backend=backend))
 
     @server.tool(
         name="nsys_profile",

@@ -73,6 +73,19 @@ VECTORIZED_CANDIDATE = textwrap.dedent(
 )
 
 
+def pytest_collection_modifyitems(config, items):
+    """GPU-marked tests run only where the GPU backend can: elsewhere they are skipped, saying why."""
+    from aether_mcp.backend import gpu_problem
+
+    problem = gpu_problem("kernel")
+    if problem is None:
+        return
+    skip = pytest.mark.skip(reason=f"no GPU backend here: {problem}; scripts/gpu_check.sh runs these on an NVIDIA machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def workers():
     """One pool, so every Spark test in the session shares warm SparkSessions."""

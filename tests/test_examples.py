@@ -25,6 +25,7 @@ def test_example_cases_pin_the_original_and_the_candidate_passes(tmp_path, worke
     assert on_original.failed == 0 and on_original.errors == 0 and on_original.passed >= 12, on_original.tests
     on_candidate = run_tests(root, workers, ws, f"candidate:{candidate}")
     assert (on_candidate.passed, on_candidate.failed, on_candidate.errors) == (on_original.passed, 0, 0), on_candidate.tests
+    assert (on_candidate.backend, on_candidate.simulated) == ("cpu", False)
 
 
 def test_the_naive_loyalty_rewrite_is_caught(tmp_path, workers):

@@ -142,7 +142,7 @@ def _stand_in_nsys(tmp_path: Path, scenario: str, monkeypatch) -> None:
     nsys.write_text(STAND_IN_NSYS.format(python=sys.executable, fixtures=FIXTURES / scenario))
     nsys.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(profiling, "has_gpu", lambda: True)
+    monkeypatch.setattr(profiling, "_on_gpu", lambda resolved: True)  # the child itself runs on the CPU backend
 
 
 def test_nsys_path_runs_the_candidate_under_nsys_and_summarises_its_reports(root, workers, workspace, tmp_path, monkeypatch):

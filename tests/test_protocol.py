@@ -237,7 +237,7 @@ async def test_byte_compare_proves_equality_through_the_protocol(client):
     await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=SQL_CANDIDATE)
     result = await ok(client, "byte_compare", workspace=ws, candidate="fee", hidden_rows=2000)
     assert result["equal"] is True and result["rows_compared"] > 1000 and result["original_raised"]["count"] > 0
-    assert result["policy"]["floats"] == "exact" and result["backend"].startswith("spark-sql")
+    assert result["policy"]["floats"] == "exact" and result["backend"] == "cpu" and result["backend_note"].startswith("spark-sql") and result["gpu_verified"] is False
     status = await ok(client, "workspace_status", workspace=ws)
     assert {g["name"]: g["status"] for g in status["gates"]}["candidate_equal"] == "pass"
     await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=SQL_CANDIDATE + "\n# edited\n")

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 from mcp.server.mcpserver.exceptions import ToolError
@@ -28,9 +28,12 @@ from aether_mcp import bench_data, deviations
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.harness import subprocess_runner
-from aether_mcp.harness.worker_pool import WorkerPool, has_gpu
+from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
+from aether_mcp.harness.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import byte_compare
+from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.workspace import Workspace, check_master, new_run_id, state_home
 
 MODES = ("floor", "original", "original_arrow", "candidate")
@@ -69,6 +72,11 @@ class RunBenchmarkResult(BaseModel):
     ratio_of_medians: float | None = Field(description="original median / candidate median, the bars of the chart")
     overhead_eliminated: float | None = Field(description="(original - candidate) / (original - floor), from medians")
     gate: str = Field(description="the byte_compare the candidate passed before any timing")
+    backend: Literal["cpu", "gpu"] = Field(description="where the candidate ran: the GPU backend (cuDF/CuPy, native kernels) or the CPU one")
+    simulated: bool = Field(False, description="never true here: simulated kernels are refused")
+    gpu_verified: bool = Field(description="device activity was recorded and showed the work on the GPU; false on the CPU backend")
+    backend_note: str
+    device_activity: DeviceActivity | None = Field(None, description="GPU backend with nsys: kernel launches and host/device copies of the candidate")
     data: str
     environment: dict[str, Any]
     artifacts: dict[str, str] = Field(description="json: the full result with every run's seconds; chart: a PNG of the modes")
@@ -94,14 +102,16 @@ def run_benchmark(
     timeout_s: float = 3_600,
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
+    backend: str | None = None,
 ) -> RunBenchmarkResult:
     started = time.monotonic()
-    opened, name, _kind = _benchmarkable(root, workspace, candidate, master)
+    opened, name, _kind, resolved = _benchmarkable(root, workspace, candidate, master, backend)
     chosen = _checked(modes, rows, repeats, warmup, timeout_s)
     report = progress or (lambda done, total, message: None)
-    gate_text = _gate(root, workers, workspace, name, cancel, report)
+    gate_text = _gate(root, workers, workspace, name, cancel, report, resolved)
     data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, None, message))
-    folder, raw = _run_application(opened, f"candidate:{name}", data.path, {"modes": chosen, "repeats": repeats, "warmup": warmup}, master, timeout_s, cancel, report)
+    folder, raw = _run_application(opened, f"candidate:{name}", data.path, {"modes": chosen, "repeats": repeats, "warmup": warmup}, master, timeout_s, cancel, report, resolved)
+    activity, verified, proof_note = device_proof.prove(opened, name, resolved, timeout_s, cancel, report)
 
     measured = [_mode_result(mode, seconds, rows, raw.get("python_metrics", {}).get(mode, [])) for mode, seconds in raw["runs"].items() if seconds]
     by_mode = {m.mode: m for m in measured}
@@ -129,8 +139,18 @@ def run_benchmark(
         ratio_of_medians=ratio_of_medians,
         overhead_eliminated=overhead,
         gate=gate_text,
+        backend=resolved.name,  # type: ignore[arg-type]
+        simulated=resolved.simulated,
+        gpu_verified=verified,
+        backend_note=f"{resolved.note}; {proof_note}",
+        device_activity=activity,
         data=data.path,
-        environment={**raw["environment"], "deviations": [d.describe() for d in deviations.load(opened, name)]},
+        environment={
+            **raw["environment"],
+            "backend": resolved.name,
+            **({"allocator": ALLOCATOR_POLICY} if resolved.name == "gpu" else {}),
+            "deviations": [d.describe() for d in deviations.load(opened, name)],
+        },
         artifacts={"json": str(folder / "benchmark.json"), "chart": str(folder / "benchmark.png")},
         duration_s=round(time.monotonic() - started, 3),
     )
@@ -141,8 +161,8 @@ def run_benchmark(
     return result
 
 
-def _benchmarkable(root: SandboxRoot, workspace: str, candidate: str, master: str | None = None) -> tuple[Workspace, str, str]:
-    """The workspace, the candidate's name and its target kind; kernels need a real GPU."""
+def _benchmarkable(root: SandboxRoot, workspace: str, candidate: str, master: str | None = None, backend: str | None = None) -> tuple[Workspace, str, str, Resolved]:
+    """The workspace, the candidate's name, its target kind and the backend it runs on; kernels need a real GPU."""
     if master is not None:
         try:
             check_master(master, "master")
@@ -155,15 +175,20 @@ def _benchmarkable(root: SandboxRoot, workspace: str, candidate: str, master: st
         kind = declared_target(candidate_path(opened, target).read_text(encoding="utf-8"), name)
     except BadCandidate as exc:
         raise ToolError(f"{exc}; fix the candidate (run_tests shows the same problem) and benchmark again.") from None
-    if kind == "kernel" and not has_gpu():
-        raise ToolError("this machine has no GPU: a kernel candidate would run under the CUDA simulator, which measures nothing about GPU speed. Benchmark it where a GPU is available.")
-    return opened, name, kind
+    resolved = device_proof.choose(opened, target, backend)
+    if resolved.simulated:
+        why = gpu_problem("kernel") or "the CPU backend was chosen"
+        raise ToolError(
+            f"a kernel candidate would run under numba's CUDA simulator here ({why}), which measures nothing about GPU speed, so it is not timed. "
+            "Time it with backend='gpu' on a machine with an NVIDIA GPU; run_tests and byte_compare check it here."
+        )
+    return opened, name, kind, resolved
 
 
-def _gate(root: SandboxRoot, workers: WorkerPool, workspace: str, name: str, cancel: threading.Event | None, report: Progress) -> str:
-    """Refuses a candidate that byte_compare does not find equal on a sample; what it passed, otherwise."""
+def _gate(root: SandboxRoot, workers: WorkerPool, workspace: str, name: str, cancel: threading.Event | None, report: Progress, resolved: Resolved | None = None) -> str:
+    """Refuses a candidate that byte_compare does not find equal on a sample (on the backend it is timed on); what it passed, otherwise."""
     report(0, None, f"byte_compare on {GATE_HIDDEN_ROWS} hidden rows before timing anything")
-    gate = byte_compare(root, workers, workspace, name, hidden_rows=GATE_HIDDEN_ROWS, cancel=cancel)
+    gate = byte_compare(root, workers, workspace, name, hidden_rows=GATE_HIDDEN_ROWS, cancel=cancel, backend=resolved.name if resolved else None, prove_device=False)
     if not gate.equal:
         why = gate.error or f"{sum(s.mismatched for s in gate.sources)} mismatching rows" + (f"; {'; '.join(gate.contract_problems)}" if gate.contract_problems else "")
         raise ToolError(f"candidate {name!r} does not pass byte_compare ({why}; see {gate.result_path}); speed of a wrong answer is not measured. Fix it, or record_deviation for a difference you keep, then benchmark again.")
@@ -171,7 +196,15 @@ def _gate(root: SandboxRoot, workers: WorkerPool, workspace: str, name: str, can
 
 
 def _run_application(
-    opened: Workspace, target: str, data: str, plan: dict[str, Any], master: str | None, timeout_s: float, cancel: threading.Event | None, report: Progress
+    opened: Workspace,
+    target: str,
+    data: str,
+    plan: dict[str, Any],
+    master: str | None,
+    timeout_s: float,
+    cancel: threading.Event | None,
+    report: Progress,
+    resolved: Resolved | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Run the benchmark's own Spark application on `plan`; (its folder, its raw result)."""
     folder = _new_run_folder(opened)
@@ -201,7 +234,7 @@ def _run_application(
             report(int(step["done"]), int(step["total"]) or None, str(step["message"]))
             seen[0] += 1
 
-    return folder, _run_child(opened, "aether_mcp.harness.bench_runner", folder, "raw.json", timeout_s, cancel, poll, "the benchmark's Spark application")
+    return folder, _run_child(opened, "aether_mcp.harness.bench_runner", folder, "raw.json", timeout_s, cancel, poll, "the benchmark's Spark application", resolved)
 
 
 def _new_run_folder(opened: Workspace) -> Path:
@@ -212,7 +245,15 @@ def _new_run_folder(opened: Workspace) -> Path:
 
 
 def _run_child(
-    opened: Workspace, module: str, folder: Path, result_name: str, timeout_s: float, cancel: threading.Event | None, poll: Callable[[], None] | None, what: str
+    opened: Workspace,
+    module: str,
+    folder: Path,
+    result_name: str,
+    timeout_s: float,
+    cancel: threading.Event | None,
+    poll: Callable[[], None] | None,
+    what: str,
+    resolved: Resolved | None = None,
 ) -> dict[str, Any]:
     """Run `python -m module folder/request.json` in its own process group; the JSON it writes to `result_name`."""
     ended = subprocess_runner.run(
@@ -220,7 +261,7 @@ def _run_child(
         cwd=folder,
         log_path=folder / "run.log",
         timeout_s=timeout_s,
-        env_extra=_child_env(opened),
+        env_extra=_child_env(opened, resolved),
         cancel=cancel,
         on_poll=poll,
     )
@@ -234,8 +275,15 @@ def _run_child(
         raise ToolError(f"{what} failed (exit {ended.returncode}): {ended.tail[-1500:]} (log: {ended.log_path})") from None
 
 
-def _child_env(opened: Workspace) -> dict[str, str]:
-    return {"AETHER_MCP_STATE_DIR": str(state_home()), "SPARK_LOCAL_IP": "127.0.0.1", "PYARROW_IGNORE_TIMEZONE": "1", "TZ": opened.config.spark.conf.get("spark.sql.session.timeZone", "UTC")}
+def _child_env(opened: Workspace, resolved: Resolved | None = None) -> dict[str, str]:
+    """Environment of a child that runs candidate code: the session's zone and the backend it runs on (CPU unless given)."""
+    return {
+        "AETHER_MCP_STATE_DIR": str(state_home()),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYARROW_IGNORE_TIMEZONE": "1",
+        "TZ": opened.config.spark.conf.get("spark.sql.session.timeZone", "UTC"),
+        **(resolved or CPU).env(),
+    }
 
 
 def _checked(modes: list[str] | None, rows: int, repeats: int, warmup: int, timeout_s: float) -> list[str]:
@@ -362,7 +410,7 @@ def tune_arrow_batch(
     progress: Progress | None = None,
 ) -> TuneArrowBatchResult:
     started = time.monotonic()
-    opened, name, kind = _benchmarkable(root, workspace, candidate, master)
+    opened, name, kind, resolved = _benchmarkable(root, workspace, candidate, master)
     if kind == "sql":
         raise ToolError("a sql candidate runs in the JVM and never sees Arrow batches; tune_arrow_batch is for vectorized candidates (use run_benchmark for sql).")
     chosen = sorted(set(sizes or DEFAULT_SIZES))
@@ -370,11 +418,11 @@ def tune_arrow_batch(
         raise ToolError("sizes must be 1 to 12 batch sizes between 1 and 10000000 rows, e.g. [1000, 10000, 100000].")
     _checked(None, rows, repeats, 1, timeout_s)
     report = progress or (lambda done, total, message: None)
-    gate_text = _gate(root, workers, workspace, name, cancel, report)
+    gate_text = _gate(root, workers, workspace, name, cancel, report, resolved)
     data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, None, message))
     targets = ["candidate"] + (["original"] if opened.config.udf.kind == "pandas" else [])
     variants = [{"label": f"{target}@{size}", "mode": target, "conf": {ARROW_BATCH_CONF: size}} for target in targets for size in chosen]
-    folder, raw = _run_application(opened, f"candidate:{name}", data.path, {"variants": variants, "modes": targets, "repeats": repeats, "warmup": 1}, master, timeout_s, cancel, report)
+    folder, raw = _run_application(opened, f"candidate:{name}", data.path, {"variants": variants, "modes": targets, "repeats": repeats, "warmup": 1}, master, timeout_s, cancel, report, resolved)
     points = []
     for variant in variants:
         seconds = raw["runs"].get(variant["label"])
@@ -452,7 +500,10 @@ class MicroBenchmarkResult(BaseModel):
     original_s: list[float]
     candidate_s: list[float]
     original_raised_rows: int = Field(description="rows on which the original raised (timed, then skipped)")
-    backend: str
+    backend: Literal["cpu", "gpu"] = Field(description="where evaluate ran, as the timed process reported it")
+    gpu_verified: bool
+    backend_note: str
+    allocator: dict[str, Any] = Field(default_factory=dict, description="GPU backend: the allocator configuration the timings ran under")
     note: str = "the entry points alone, in one process: no Spark, no serialization; run_benchmark measures the job"
     duration_s: float
 
@@ -467,10 +518,11 @@ def micro_benchmark(
     timeout_s: float = 1_800,
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
+    backend: str | None = None,
 ) -> MicroBenchmarkResult:
     """The candidate's entry point vs the original function on in-memory data, in a child process (agent code never runs in the server)."""
     started = time.monotonic()
-    opened, name, kind = _benchmarkable(root, workspace, candidate)
+    opened, name, kind, resolved = _benchmarkable(root, workspace, candidate, backend=backend)
     if kind == "sql":
         raise ToolError("a sql candidate is a Spark expression with no entry point to time on its own; use run_benchmark.")
     _checked(None, rows, repeats, 0, timeout_s)
@@ -480,7 +532,7 @@ def micro_benchmark(
     request = {"workspace": str(opened.path), "target": f"candidate:{name}", "data": data.path, "repeats": repeats, "result": str(folder / "micro.json")}
     (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
     report(0, None, f"timing evaluate() and the original on {rows} rows")
-    raw = _run_child(opened, "aether_mcp.harness.micro_bench", folder, "micro.json", timeout_s, cancel, None, "the micro-benchmark process")
+    raw = _run_child(opened, "aether_mcp.harness.micro_bench", folder, "micro.json", timeout_s, cancel, None, "the micro-benchmark process", resolved)
     if raw.get("error"):
         raise ToolError(f"micro_benchmark could not run the candidate: {raw['error']}; run_tests and byte_compare show where it fails.")
     original, candidate_s = raw["original"], raw["candidate"]
@@ -496,5 +548,8 @@ def micro_benchmark(
         candidate_s=[round(v, 5) for v in candidate_s],
         original_raised_rows=raw["original_raised_rows"],
         backend=raw["backend"],
+        gpu_verified=False,
+        backend_note=f"{resolved.note}; gpu_verified: false (micro_benchmark times, it records no device activity: run_benchmark or audit_candidate do)",
+        allocator=raw.get("allocator") or {},
         duration_s=round(time.monotonic() - started, 3),
     )

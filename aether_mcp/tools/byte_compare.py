@@ -33,6 +33,8 @@ from aether_mcp import deviations
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.deviations import AppliedDeviations
 from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.tools import device_proof
+from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.test_freeze import require_frozen_tests_intact
 from aether_mcp.spark_types import parse_type, unsupported_part
 from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace, new_run_id
@@ -114,7 +116,11 @@ class ByteCompareResult(BaseModel):
     output_type: str | None
     expected_output_type: str
     policy: ComparisonPolicy
-    backend: str = Field(description="where the candidate ran")
+    backend: Literal["cpu", "gpu"] = Field(description="where the candidate ran: the CPU backend (pandas/NumPy, kernels simulated) or the GPU one")
+    simulated: bool = Field(description="a kernel candidate ran under numba's CUDA simulator: correctness only, no GPU speed")
+    gpu_verified: bool = Field(description="device activity was recorded and shows the work on the GPU; always false on the CPU backend")
+    backend_note: str = Field(description="how the candidate ran, and what the device check saw")
+    device_activity: DeviceActivity | None = Field(None, description="GPU backend with nsys: kernel launches and host/device copies")
     batch_shape: BatchShape = Field(description="layout of the hidden rows for the candidate, drawn per call")
     small_batch_shape: BatchShape = Field(description="layout of the test and edge rows: always tiny batches")
     duration_s: float
@@ -129,6 +135,8 @@ def byte_compare(
     hidden_rows: int = 20_000,
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
+    backend: str | None = None,
+    prove_device: bool = True,
 ) -> ByteCompareResult:
     started = time.monotonic()
     opened = Workspace.open_intact(root, workspace)
@@ -136,6 +144,7 @@ def byte_compare(
     require_frozen_tests_intact(opened, "byte_compare")
     if not 0 <= hidden_rows <= MAX_HIDDEN_ROWS:
         raise ToolError(f"hidden_rows must be between 0 and {MAX_HIDDEN_ROWS} (got {hidden_rows}).")
+    resolved = device_proof.choose(opened, target, backend)
     _check_types(opened)
     report = progress or (lambda done, total, message: None)
 
@@ -155,8 +164,8 @@ def byte_compare(
     )
     rows = [row for _, row in inputs]
 
-    comparison = _Comparison(opened, workers, target, cancel)
-    candidate_run = _CandidateRun(workers, opened, target, rows, [source for source, _ in inputs], small_shape, shape, cancel)
+    comparison = _Comparison(opened, workers, target, cancel, resolved.name)
+    candidate_run = _CandidateRun(workers, opened, target, rows, [source for source, _ in inputs], small_shape, shape, cancel, resolved.name)
     # A vectorized candidate isolates its own failing rows, so it can run on every row while the
     # original runs; a sql candidate fails whole jobs on rows the original raises on, so it waits.
     concurrent = _candidate_kind(opened, target) in ("vectorized", "kernel")
@@ -224,6 +233,9 @@ def byte_compare(
         for name in ("tests", "edge", "hidden")
     ]
     equal = error is None and not contract_problems and sum(mismatched.values()) == 0
+    activity, verified, proof_note = None, False, "gpu_verified: false (not checked)"
+    if (prove_device and error is None) or resolved.name != "gpu":
+        activity, verified, proof_note = device_proof.prove(opened, target.removeprefix("candidate:"), resolved, 1_800, cancel, report)
     run_id = new_run_id()
     result_path = opened.state_dir / "runs" / run_id / "byte_compare.json"
     result = ByteCompareResult(
@@ -240,7 +252,11 @@ def byte_compare(
         output_type=output_type,
         expected_output_type=opened.config.udf.return_type,
         policy=comparison.policy(),
-        backend=_backend(opened, target),
+        backend=resolved.name,  # type: ignore[arg-type]
+        simulated=resolved.simulated,
+        gpu_verified=verified,
+        backend_note=f"{_backend(opened, target, resolved)}; {proof_note}",
+        device_activity=activity,
         batch_shape=shape,
         small_batch_shape=small_shape,
         duration_s=round(time.monotonic() - started, 3),
@@ -256,8 +272,9 @@ def byte_compare(
 class _CandidateRun:
     """The candidate on a set of rows: test and edge rows in tiny batches, hidden rows in the drawn layout."""
 
-    def __init__(self, workers, workspace, target, rows, sources, small_shape, shape, cancel) -> None:
+    def __init__(self, workers, workspace, target, rows, sources, small_shape, shape, cancel, backend: str = "cpu") -> None:
         self.workers, self.workspace, self.target, self.rows, self.sources = workers, workspace, target, rows, sources
+        self.backend = backend
         self.small_shape, self.shape, self.cancel = small_shape, shape, cancel
         self.actual: dict[int, Any] = {}
         self.error: str | None = None
@@ -275,7 +292,7 @@ class _CandidateRun:
                 if not part:
                     continue
                 evaluation = self.workers.evaluate(
-                    "candidate", self.workspace, self.target, [self.rows[i] for i in part], shape=shape.model_dump(), typed=True, cancel=self.cancel
+                    "candidate", self.workspace, self.target, [self.rows[i] for i in part], shape=shape.model_dump(), typed=True, cancel=self.cancel, backend=self.backend
                 )
                 self.actual.update(zip(part, evaluation.outputs))
                 self.output_type = evaluation.output_type
@@ -294,8 +311,9 @@ class _Shrunk:
 
 
 class _Comparison:
-    def __init__(self, workspace: Workspace, workers: WorkerPool, target: str, cancel: threading.Event | None) -> None:
+    def __init__(self, workspace: Workspace, workers: WorkerPool, target: str, cancel: threading.Event | None, backend: str = "cpu") -> None:
         self.workspace = workspace
+        self.backend = backend
         self.workers = workers
         self.target = target
         self.cancel = cancel
@@ -318,7 +336,7 @@ class _Comparison:
 
     def both(self, rows: list[list[Any]]) -> tuple[list[Any], list[Any]]:
         expected = self.workers.evaluate("reference", self.workspace, "original", rows, cancel=self.cancel).outputs
-        actual = self.workers.evaluate("candidate", self.workspace, self.target, rows, cancel=self.cancel).outputs
+        actual = self.workers.evaluate("candidate", self.workspace, self.target, rows, cancel=self.cancel, backend=self.backend).outputs
         return expected, actual
 
     def shrink(self, start_rows: list[list[Any]]) -> list[_Shrunk | None]:
@@ -357,7 +375,7 @@ class _Comparison:
         if not items:
             return []
         try:
-            returned = self.workers.evaluate("candidate", self.workspace, self.target, [row for _, row, _ in items], cancel=self.cancel).outputs
+            returned = self.workers.evaluate("candidate", self.workspace, self.target, [row for _, row, _ in items], cancel=self.cancel, backend=self.backend).outputs
         except EvaluationFailed as exc:
             returned = [Raised("NotEvaluated", str(exc))] * len(items)
         return [
@@ -420,15 +438,13 @@ def _candidate_kind(workspace: Workspace, target: str) -> str | None:
         return None
 
 
-def _backend(workspace: Workspace, target: str) -> str:
+def _backend(workspace: Workspace, target: str, resolved) -> str:
     kind = _candidate_kind(workspace, target)
     if kind is None:
         return "unknown (the candidate does not declare a valid TARGET)"
     if kind == "sql":
         return "spark-sql: JVM expressions, no Python"
-    if kind == "kernel":
-        return "cpu: kernel candidate under the numba CUDA simulator (simulated: correctness only, no GPU speed)"
-    return "cpu: vectorized candidate on pandas/NumPy over Arrow batches (mapInArrow)"
+    return f"{kind} candidate over Arrow batches (mapInArrow): {resolved.note}"
 
 
 def _record_latest(workspace: Workspace, result: ByteCompareResult, target: str) -> None:
@@ -443,6 +459,9 @@ def _record_latest(workspace: Workspace, result: ByteCompareResult, target: str)
             "equal": result.equal,
             "rows_compared": result.rows_compared,
             "mismatched": sum(s.mismatched for s in result.sources),
+            "backend": result.backend,
+            "simulated": result.simulated,
+            "gpu_verified": result.gpu_verified,
             "candidate_digest": hashlib.sha256(candidate_file.read_bytes()).hexdigest() if candidate_file.exists() else None,
             "original_digest": hashlib.sha256((workspace.path / ORIGINAL_MODULE).read_bytes()).hexdigest(),
             "result_path": result.result_path,

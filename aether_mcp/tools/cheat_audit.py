@@ -26,7 +26,9 @@ from aether_mcp.harness.mined_values import mine
 from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.test_freeze import freeze_record, require_frozen_tests_intact
+from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import ByteCompareResult, byte_compare
+from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace, new_run_id
 
 SMALL_ROWS = 1_000
@@ -65,6 +67,11 @@ class AuditCandidateResult(BaseModel):
     findings: list[AuditFinding]
     comparison: ComparisonSummary
     tests: str = Field(description="frozen as recorded, or not frozen")
+    backend: Literal["cpu", "gpu"] = Field(description="where the candidate ran (as in byte_compare)")
+    simulated: bool = Field(description="a kernel candidate ran under numba's CUDA simulator")
+    gpu_verified: bool = Field(description="device counters showed the work on the GPU; false on the CPU backend")
+    backend_note: str
+    device_activity: DeviceActivity | None = Field(None, description="GPU backend: what the device did; its problems are blocking findings")
     duration_s: float
     result_path: str
 
@@ -78,12 +85,14 @@ def audit_candidate(
     watched_rows: tuple[int, int] = (SMALL_ROWS, LARGE_ROWS),
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
+    backend: str | None = None,
 ) -> AuditCandidateResult:
     started = time.monotonic()
     opened = Workspace.open_intact(root, workspace)
     target = check_target(opened, candidate if candidate.startswith("candidate:") else f"candidate:{candidate}")
     name = target.removeprefix("candidate:")
     require_frozen_tests_intact(opened, "audit_candidate")
+    resolved = device_proof.choose(opened, target, backend)
     deviations.load(opened, name)  # an unreadable deviation file is refused before anything runs
     report = progress or (lambda done, total, message: None)
     if not MIN_HIDDEN_ROWS <= hidden_rows_count <= MAX_HIDDEN_ROWS:
@@ -95,10 +104,14 @@ def audit_candidate(
     report(0, 3, "static rules")
     findings = _static_findings(opened, name)
     report(1, 3, "fresh comparison on hidden inputs")
-    comparison = byte_compare(root, workers, workspace, name, hidden_rows=hidden_rows_count, cancel=cancel)
+    # the comparison also records device activity on the GPU backend (device_proof)
+    comparison = byte_compare(root, workers, workspace, name, hidden_rows=hidden_rows_count, cancel=cancel, backend=resolved.name)
     report(2, 3, "watched runs")
-    dynamic, watch_problem = _dynamic_findings(opened, workers, target, watched_rows, cancel)
+    dynamic, watch_problem = _dynamic_findings(opened, workers, target, watched_rows, cancel, resolved.name)
     findings += dynamic
+    file = f"{CANDIDATE_DIR}/{name}.py"
+    if comparison.device_activity is not None:
+        findings += [_dynamic(problem.rule, file, f"device counters: {problem.message}") for problem in comparison.device_activity.problems]
 
     blocking = [f for f in findings if f.severity == "block"]
     reasons = [f"{f.rule} ({f.check}, {f.file}:{f.line}): {f.evidence}" for f in blocking]
@@ -119,6 +132,11 @@ def audit_candidate(
         findings=findings,
         comparison=_summary(comparison),
         tests="frozen as recorded" if freeze_record(opened) else "not frozen",
+        backend=comparison.backend,
+        simulated=comparison.simulated,
+        gpu_verified=comparison.gpu_verified,
+        backend_note=comparison.backend_note,
+        device_activity=comparison.device_activity,
         duration_s=round(time.monotonic() - started, 3),
         result_path=str(result_path),
     )
@@ -169,7 +187,7 @@ def _static_findings(workspace: Workspace, name: str) -> list[AuditFinding]:
 
 
 def _dynamic_findings(
-    workspace: Workspace, workers: WorkerPool, target: str, watched_rows: tuple[int, int], cancel: threading.Event | None
+    workspace: Workspace, workers: WorkerPool, target: str, watched_rows: tuple[int, int], cancel: threading.Event | None, backend: str = "cpu"
 ) -> tuple[list[AuditFinding], str | None]:
     """Findings of the watched runs, and why the watched runs could not finish (a FAIL reason), if they could not."""
     small_rows, large_rows = watched_rows
@@ -178,7 +196,7 @@ def _dynamic_findings(
     large = hidden_rows(workspace.config, mined, large_rows, secrets.randbits(64))
     file = f"{CANDIDATE_DIR}/{target.removeprefix('candidate:')}.py"
     try:
-        watched = workers.audit(workspace, target, small, large, cancel=cancel)
+        watched = workers.audit(workspace, target, small, large, cancel=cancel, backend=backend)
     except EvaluationFailed as exc:
         if exc.kind == "cancelled":
             raise ToolError("audit_candidate was cancelled; nothing is left running.") from None

@@ -400,7 +400,13 @@ def render_markdown(data: dict[str, Any]) -> str:
         for name, c in data["candidates"].items():
             tests_cell = f"{c['tests']['passed']} passed, {c['tests']['failed']} failed" if c["tests"] else "not run"
             compare = c["byte_compare"]
-            compare_cell = (f"equal on {compare['rows_compared']} rows" if compare["equal"] else f"{compare['mismatched']} mismatches") + (" (stale)" if compare["candidate_changed_since"] else "") if compare else "not run"
+            compare_cell = (
+                (f"equal on {compare['rows_compared']} rows" if compare["equal"] else f"{compare['mismatched']} mismatches")
+                + _where(compare)
+                + (" (stale)" if compare["candidate_changed_since"] else "")
+                if compare
+                else "not run"
+            )
             audit = c["audit"]
             audit_cell = f"{audit['verdict']}" + (f", {audit['blocking']} blocking" if audit["blocking"] else "") + (" (stale)" if audit["candidate_changed_since"] else "") if audit else "not run"
             out.append(f"| {name} | {c['target']} | {tests_cell} | {compare_cell} | {audit_cell} | {len(c['deviations'])} | {'yes' if c['verified'] else 'no'} |")
@@ -468,3 +474,13 @@ def render_markdown(data: dict[str, Any]) -> str:
     if recommendation.get("wiring"):
         out += ["### How to wire it into the job", "", recommendation["wiring"], ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _where(compare: dict[str, Any]) -> str:
+    """Where a comparison ran, as the report's table shows it: ', cpu', ', cpu, simulated kernel', ', gpu verified'."""
+    backend = compare.get("backend", "cpu")
+    if compare.get("simulated"):
+        return f", {backend}, simulated kernel"
+    if backend == "gpu":
+        return ", gpu verified" if compare.get("gpu_verified") else ", gpu (not verified)"
+    return f", {backend}"

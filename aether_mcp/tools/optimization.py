@@ -79,7 +79,7 @@ def try_optimization(
     progress: Progress | None = None,
 ) -> TryOptimizationResult:
     started = time.monotonic()
-    opened, name, _kind = _benchmarkable(root, workspace, candidate)
+    opened, name, _kind, resolved = _benchmarkable(root, workspace, candidate)
     label = (label or "").strip()
     if not label or len(label) > snapshot_store.MAX_LABEL:
         raise ToolError(f"label must say what this attempt changes, 1..{snapshot_store.MAX_LABEL} characters (e.g. 'tier lookup as one map').")
@@ -117,7 +117,9 @@ def try_optimization(
         folder = _materialize(opened, name, best)
         data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(1, 3, message))
         try:
-            run_folder, raw = _run_application(opened, f"candidate:{name}", data.path, {"modes": ["best", "candidate"], "repeats": repeats, "warmup": 1, "best": str(folder)}, None, timeout_s, cancel, report)
+            run_folder, raw = _run_application(
+                opened, f"candidate:{name}", data.path, {"modes": ["best", "candidate"], "repeats": repeats, "warmup": 1, "best": str(folder)}, None, timeout_s, cancel, report, resolved
+            )
         except ToolError as exc:
             if cancel is not None and cancel.is_set():
                 raise  # a cancelled step leaves the files as they are

@@ -27,7 +27,8 @@ from pydantic import BaseModel, Field
 from aether_mcp import bench_data
 from aether_mcp.harness import nsys_report, subprocess_runner
 from aether_mcp.harness.nsys_report import CudaApiStat, KernelStat, NvtxRangeStat, TransferStat
-from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool, has_gpu
+from aether_mcp.backend import Resolved
+from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools.benchmarking import _benchmarkable, _child_env, _run_child
 from aether_mcp.workspace import Workspace, new_run_id
@@ -85,7 +86,7 @@ def nsys_profile(
     progress: Progress | None = None,
 ) -> ProfileResult:
     started = time.monotonic()
-    opened, name, kind = _benchmarkable(root, workspace, candidate)
+    opened, name, kind, resolved = _benchmarkable(root, workspace, candidate)
     if not 1 <= rows <= MAX_ROWS:
         raise ToolError(f"rows must be between 1 and {MAX_ROWS}.")
     report = progress or (lambda done, total, message: None)
@@ -95,26 +96,30 @@ def nsys_profile(
         result = _spark_plan(opened, workers, name, folder, spec, cancel, report)
     else:
         data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, None, message))
-        if has_gpu() and shutil.which("nsys"):
-            result = _nsys(opened, name, folder, data.path, rows, timeout_s, cancel, report)
+        if _on_gpu(resolved) and shutil.which("nsys"):
+            result = _nsys(opened, name, folder, data.path, rows, timeout_s, cancel, report, resolved)
         else:
-            result = _cpu(opened, name, folder, data.path, rows, timeout_s, cancel, report)
+            result = _cpu(opened, name, folder, data.path, rows, timeout_s, cancel, report, resolved)
     result = result.model_copy(update={"duration_s": round(time.monotonic() - started, 3)})
     (folder / "profile.json").write_text(result.model_dump_json(indent=2), encoding="utf-8")
     return result
 
 
-def _cpu(opened: Workspace, name: str, folder: Path, data: str, rows: int, timeout_s: float, cancel: threading.Event | None, report: Progress) -> ProfileResult:
+def _on_gpu(resolved: Resolved) -> bool:
+    return resolved.name == "gpu"
+
+
+def _cpu(opened: Workspace, name: str, folder: Path, data: str, rows: int, timeout_s: float, cancel: threading.Event | None, report: Progress, resolved: Resolved) -> ProfileResult:
     report(0, None, f"profiling evaluate() on {rows} rows with Python's profiler")
-    raw = _micro(opened, name, folder, data, {"profile": "cpu", "pstats": str(folder / "profile.pstats"), "text": str(folder / "profile.txt")}, timeout_s, cancel)
-    reason = "no GPU on this machine" if not has_gpu() else "nsys (Nsight Systems) is not on the PATH"
+    raw = _micro(opened, name, folder, data, {"profile": "cpu", "pstats": str(folder / "profile.pstats"), "text": str(folder / "profile.txt")}, timeout_s, cancel, resolved)
+    reason = resolved.note if not _on_gpu(resolved) else "nsys (Nsight Systems) is not on the PATH"
     hotspots = cpu_hotspots(raw["functions"], rows, raw["candidate_file"])
     return ProfileResult(
         workspace=str(opened.path),
         candidate=name,
         backend="cpu",
         rows=rows,
-        note=f"No GPU profile was possible ({reason}): this is Python's profiler (cProfile) on the candidate's evaluate(*series) on the CPU backend, one call after a warm-up, without Spark.",
+        note=f"No GPU profile was possible ({reason}): this is Python's profiler (cProfile) on the candidate's evaluate(*series) on the {raw.get('backend', 'cpu').upper()} backend, one call after a warm-up, without Spark.",
         wall_s=round(raw["wall_s"], 5),
         hotspots=hotspots,
         hints=cpu_hints(hotspots, raw["functions"]),
@@ -164,18 +169,18 @@ def cpu_hints(hotspots: list[Hotspot], functions: list[dict[str, Any]]) -> list[
     return hints
 
 
-def _nsys(opened: Workspace, name: str, folder: Path, data: str, rows: int, timeout_s: float, cancel: threading.Event | None, report: Progress) -> ProfileResult:
+def _nsys(opened: Workspace, name: str, folder: Path, data: str, rows: int, timeout_s: float, cancel: threading.Event | None, report: Progress, resolved: Resolved) -> ProfileResult:
     report(0, None, f"profiling evaluate() on {rows} rows under nsys")
     request = _request(opened, name, folder, data, {"profile": "nsys", "repeats": 3})
     output = folder / "profile"
     argv = nsys_report.profile_command(output, [sys.executable, "-I", "-B", "-m", "aether_mcp.harness.micro_bench", str(request)])
-    _run(opened, argv, folder, "nsys_profile.log", timeout_s, cancel, "nsys profile")
+    _run(opened, argv, folder, "nsys_profile.log", timeout_s, cancel, "nsys profile", resolved)
     raw = _result(folder / "micro.json")
     report_file = nsys_report.nsys_rep_path(output)
     if not report_file.is_file():
         raise ToolError(f"nsys profile wrote no report under {folder}; see {folder / 'nsys_profile.log'}.")
     prefix = folder / "stats"
-    _run(opened, nsys_report.stats_command(report_file, prefix), folder, "nsys_stats.log", timeout_s, cancel, "nsys stats")
+    _run(opened, nsys_report.stats_command(report_file, prefix), folder, "nsys_stats.log", timeout_s, cancel, "nsys stats", resolved)
     # nsys totals cover every call in the process (warm-up included), so the share is over all of it
     summary = nsys_report.parse_reports(nsys_report.report_paths(prefix), raw["profiled_s"], int(raw["data_bytes"]), int(raw["result_bytes"]), rows)
     paths = {f"csv_{report_name}": str(path) for report_name, path in nsys_report.report_paths(prefix).items() if path.exists()}
@@ -254,9 +259,9 @@ def plan_hints(codegen: dict[str, Any], hotspots: list[Hotspot]) -> list[str]:
     return hints
 
 
-def _micro(opened: Workspace, name: str, folder: Path, data: str, extra: dict[str, Any], timeout_s: float, cancel: threading.Event | None) -> dict[str, Any]:
+def _micro(opened: Workspace, name: str, folder: Path, data: str, extra: dict[str, Any], timeout_s: float, cancel: threading.Event | None, resolved: Resolved) -> dict[str, Any]:
     _request(opened, name, folder, data, extra)
-    raw = _run_child(opened, "aether_mcp.harness.micro_bench", folder, "micro.json", timeout_s, cancel, None, "the profiled process")
+    raw = _run_child(opened, "aether_mcp.harness.micro_bench", folder, "micro.json", timeout_s, cancel, None, "the profiled process", resolved)
     if raw.get("error"):
         raise ToolError(f"nsys_profile could not run the candidate: {raw['error']}; run_tests and byte_compare show where it fails.")
     return raw
@@ -269,8 +274,8 @@ def _request(opened: Workspace, name: str, folder: Path, data: str, extra: dict[
     return path
 
 
-def _run(opened: Workspace, argv: list[str], folder: Path, log: str, timeout_s: float, cancel: threading.Event | None, what: str) -> None:
-    ended = subprocess_runner.run(argv, cwd=folder, log_path=folder / log, timeout_s=timeout_s, env_extra=_child_env(opened), cancel=cancel)
+def _run(opened: Workspace, argv: list[str], folder: Path, log: str, timeout_s: float, cancel: threading.Event | None, what: str, resolved: Resolved) -> None:
+    ended = subprocess_runner.run(argv, cwd=folder, log_path=folder / log, timeout_s=timeout_s, env_extra=_child_env(opened, resolved), cancel=cancel)
     if ended.cancelled:
         raise ToolError(f"nsys_profile was cancelled; {what} was stopped and nothing is left running.")
     if ended.timed_out:

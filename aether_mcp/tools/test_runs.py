@@ -19,11 +19,13 @@ from typing import Callable, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, ValidationError
 
+from aether_mcp.backend import CPU, Resolved
 from aether_mcp.harness import subprocess_runner
 from aether_mcp.candidates import check_target
 from aether_mcp.test_freeze import require_frozen_tests_intact
 from aether_mcp.harness.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.tools import device_proof
 from aether_mcp.tools.workspaces import latest_runs_path, tests_digest
 from aether_mcp.workspace import TESTS_DIR, Workspace, new_run_id
 
@@ -59,6 +61,9 @@ class RunTestsResult(BaseModel):
     log_path: str = Field(description="full pytest output (readable with read_file)")
     report_path: str
     output_truncated: bool = Field(description="the test output exceeded the log cap")
+    backend: Literal["cpu", "gpu"] = Field("cpu", description="where the target ran: the CPU backend (pandas/NumPy, kernels simulated) or the GPU one")
+    simulated: bool = Field(False, description="a kernel candidate ran under numba's CUDA simulator: correctness only, no GPU speed")
+    backend_note: str = ""
 
 
 def run_tests(
@@ -69,6 +74,7 @@ def run_tests(
     timeout_s: int | None = None,
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
+    backend: str | None = None,
 ) -> RunTestsResult:
     opened = Workspace.open_intact(root, workspace)
     target = check_target(opened, target)
@@ -77,7 +83,8 @@ def run_tests(
     if timeout_s is not None and not (1 <= timeout_s <= MAX_TIMEOUT_S):
         raise ToolError(f"timeout_s must be between 1 and {MAX_TIMEOUT_S} seconds (got {timeout_s}).")
     digest = tests_digest(opened)
-    result = run_suite(opened, target, workers, timeout_s=timeout_s, cancel=cancel, progress=progress)
+    resolved = device_proof.choose(opened, target, backend) if not target.startswith("canary:") else None
+    result = run_suite(opened, target, workers, timeout_s=timeout_s, cancel=cancel, progress=progress, resolved=resolved)
     with opened.lock():
         _record_latest(opened, result, digest)
     return result
@@ -90,13 +97,15 @@ def run_suite(
     timeout_s: int | None = None,
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
+    resolved: Resolved | None = None,
 ) -> RunTestsResult:
-    """The workspace's pytest suite against `target` ('original', 'candidate:<name>' or a 'canary:<value>')."""
+    """The workspace's pytest suite against `target` ('original', 'candidate:<name>' or a 'canary:<value>'), on `resolved` (CPU by default)."""
+    resolved = resolved or CPU
     test_files = sorted((opened.path / TESTS_DIR).glob("test_*.py")) if (opened.path / TESTS_DIR).is_dir() else []
     if not test_files:
         raise ToolError("the workspace has no tests: write tests/test_*.py files (tests/test_behaviour.py runs every case in tests/cases.py).")
     # A canary target needs no Spark: the harness plugin answers it itself.
-    worker = None if target.startswith("canary:") else workers.get("reference" if target == "original" else "candidate", opened.config.spark)
+    worker = None if target.startswith("canary:") else workers.get("reference" if target == "original" else "candidate", opened.config.spark, resolved.name)
 
     run_id = new_run_id()
     run_dir = opened.state_dir / "runs" / run_id
@@ -165,6 +174,9 @@ def run_suite(
         log_path=str(log_path),
         report_path=str(report_path),
         output_truncated=outcome.log_truncated,
+        backend=resolved.name,  # type: ignore[arg-type]
+        simulated=resolved.simulated,
+        backend_note=resolved.note,
     )
 
 

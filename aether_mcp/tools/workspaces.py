@@ -15,6 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import deviations, snapshot_store, test_freeze, udf_extraction
+from aether_mcp.backend import BACKENDS
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import UnknownSparkType, parse_type, type_name
 from aether_mcp.tools import spec_strength
@@ -23,6 +24,7 @@ from aether_mcp.workspace import (
     CONFIG_FILE,
     ORIGINAL_MODULE,
     TESTS_DIR,
+    BackendConfig,
     BenchmarkConfig,
     UdfArgConfig,
     UdfConfig,
@@ -75,8 +77,11 @@ def init_workspace(
     workspace: str | None = None,
     return_type: str | None = None,
     benchmark_master: str | None = None,
+    backend: str = "auto",
 ) -> InitWorkspaceResult:
     """Extract UDF `udf` from `source` into a new workspace, freeze its config and take snapshot 0."""
+    if backend not in BACKENDS:
+        raise ToolError(f"backend must be one of {', '.join(BACKENDS)} (got {backend!r}); nothing was created.")
     if benchmark_master is not None:
         try:
             check_master(benchmark_master, "benchmark_master")
@@ -114,6 +119,7 @@ def init_workspace(
             use_arrow=definition.use_arrow,
         ),
         benchmark=BenchmarkConfig(master=benchmark_master),
+        backend=BackendConfig(use=backend),  # type: ignore[arg-type]
     )
     config.spark.conf = {**DEFAULT_SPARK_CONF, **extracted.spark_conf}
     created_dir = not target.exists()
@@ -186,6 +192,9 @@ class CompareSummary(BaseModel):
     mismatched: int
     candidate_changed_since: bool = Field(description="the candidate file changed after this comparison")
     result_path: str
+    backend: str = Field("cpu", description="where the candidate ran: cpu or gpu")
+    simulated: bool = Field(False, description="a kernel under numba's CUDA simulator")
+    gpu_verified: bool = Field(False, description="device counters showed the work on the GPU")
 
 
 T = TypeVar("T")
@@ -327,6 +336,9 @@ def _latest_compares(workspace: Workspace, editable: dict[str, Path]) -> dict[st
         mismatched=int(entry["mismatched"]),
         candidate_changed_since=changed,
         result_path=str(entry["result_path"]),
+        backend=str(entry.get("backend", "cpu")),
+        simulated=bool(entry.get("simulated", False)),
+        gpu_verified=bool(entry.get("gpu_verified", False)),
     ))
 
 
@@ -336,6 +348,9 @@ def _latest_audits(workspace: Workspace, editable: dict[str, Path]) -> dict[str,
         blocking=int(entry["blocking"]),
         candidate_changed_since=changed,
         result_path=str(entry["result_path"]),
+        backend=str(entry.get("backend", "cpu")),
+        simulated=bool(entry.get("simulated", False)),
+        gpu_verified=bool(entry.get("gpu_verified", False)),
     ))
 
 
