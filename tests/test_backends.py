@@ -25,7 +25,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from aether_mcp import backend
 from aether_mcp.harness import nsys_report
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.tools import benchmarking, byte_compare, device_proof, files, workspaces
+from aether_mcp.tools import benchmarking, byte_compare, device_proof, files, profiling, workspaces
 from aether_mcp.tools.test_runs import run_tests
 from aether_mcp.workspace import Workspace
 from conftest import EXAMPLES
@@ -219,5 +219,7 @@ def test_a_simulated_kernel_is_never_timed_and_the_gpu_is_refused_where_there_is
         benchmarking.run_benchmark(root, workers, ws, "haversine_kernel", rows=1000)
     with pytest.raises(ToolError, match="simulator.*not timed"):
         benchmarking.micro_benchmark(root, ws, "haversine_kernel", rows=1000)
+    with pytest.raises(ToolError, match="simulator.*not profiled"):
+        profiling.nsys_profile(root, workers, ws, "haversine_kernel", rows=1000)
     with pytest.raises(ToolError, match=r"no NVIDIA GPU.*backend 'cpu'.*nothing was run"):
         byte_compare.byte_compare(root, workers, ws, "haversine_vectorized", hidden_rows=10, backend="gpu")

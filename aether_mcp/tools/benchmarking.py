@@ -161,7 +161,9 @@ def run_benchmark(
     return result
 
 
-def _benchmarkable(root: SandboxRoot, workspace: str, candidate: str, master: str | None = None, backend: str | None = None) -> tuple[Workspace, str, str, Resolved]:
+def _benchmarkable(
+    root: SandboxRoot, workspace: str, candidate: str, master: str | None = None, backend: str | None = None, action: str = "timed"
+) -> tuple[Workspace, str, str, Resolved]:
     """The workspace, the candidate's name, its target kind and the backend it runs on; kernels need a real GPU."""
     if master is not None:
         try:
@@ -179,8 +181,8 @@ def _benchmarkable(root: SandboxRoot, workspace: str, candidate: str, master: st
     if resolved.simulated:
         why = gpu_problem("kernel") or "the CPU backend was chosen"
         raise ToolError(
-            f"a kernel candidate would run under numba's CUDA simulator here ({why}), which measures nothing about GPU speed, so it is not timed. "
-            "Time it with backend='gpu' on a machine with an NVIDIA GPU; run_tests and byte_compare check it here."
+            f"a kernel candidate would run under numba's CUDA simulator here ({why}), which measures nothing about GPU speed, so it is not {action}. "
+            "Run this with backend='gpu' on a machine with an NVIDIA GPU; run_tests and byte_compare check it here."
         )
     return opened, name, kind, resolved
 

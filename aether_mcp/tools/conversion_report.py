@@ -162,6 +162,8 @@ def _benchmarks(opened: Workspace) -> list[dict[str, Any]]:
                 "speedup": data.get("speedup"),
                 "speedup_ci": data.get("speedup_ci"),
                 "overhead_eliminated": data.get("overhead_eliminated"),
+                "backend": data.get("backend", "cpu"),
+                "gpu_verified": bool(data.get("gpu_verified")),
                 "master": (data.get("environment") or {}).get("master"),
                 "cores": (data.get("environment") or {}).get("cpu_count"),
                 "spark_version": (data.get("environment") or {}).get("spark_version"),
@@ -424,13 +426,14 @@ def render_markdown(data: dict[str, Any]) -> str:
 
     out += ["## Benchmarks", ""]
     if data["benchmarks"]:
-        out += ["| run | candidate | rows | floor s | original s | candidate s | speedup (95% CI) | overhead removed | master, cores |", "|---|---|---|---|---|---|---|---|---|"]
+        out += ["| run | candidate | backend | rows | floor s | original s | candidate s | speedup (95% CI) | overhead removed | master, cores |", "|---|---|---|---|---|---|---|---|---|---|"]
         for b in data["benchmarks"]:
             modes = b["modes"]
             cell = lambda mode: f"{modes[mode]['median_s']:.3f}" if mode in modes else "-"  # noqa: E731
             speed = f"{b['speedup']:.2f}x ({b['speedup_ci'][0]:.2f}-{b['speedup_ci'][1]:.2f})" if b["speedup"] is not None and b["speedup_ci"] else "-"
             overhead = f"{b['overhead_eliminated']:.0%}" if b["overhead_eliminated"] is not None else "-"
-            out.append(f"| {b['run']} | {b['candidate']} | {b['rows']:,} | {cell('floor')} | {cell('original')} | {cell('candidate')} | {speed} | {overhead} | {b['master']}, {b['cores']} |")
+            where = b["backend"] + (" (verified)" if b["gpu_verified"] else " (not verified)" if b["backend"] == "gpu" else "")
+            out.append(f"| {b['run']} | {b['candidate']} | {where} | {b['rows']:,} | {cell('floor')} | {cell('original')} | {cell('candidate')} | {speed} | {overhead} | {b['master']}, {b['cores']} |")
         out.append("")
         out += [f"![{b['candidate']} {b['run']}]({b['chart']})" for b in data["benchmarks"] if b.get("chart")]
         out.append("")

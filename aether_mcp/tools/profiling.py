@@ -86,7 +86,7 @@ def nsys_profile(
     progress: Progress | None = None,
 ) -> ProfileResult:
     started = time.monotonic()
-    opened, name, kind, resolved = _benchmarkable(root, workspace, candidate)
+    opened, name, kind, resolved = _benchmarkable(root, workspace, candidate, action="profiled")
     if not 1 <= rows <= MAX_ROWS:
         raise ToolError(f"rows must be between 1 and {MAX_ROWS}.")
     report = progress or (lambda done, total, message: None)
