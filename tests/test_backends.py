@@ -28,7 +28,7 @@ from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import benchmarking, byte_compare, device_proof, files, profiling, workspaces
 from aether_mcp.tools.test_runs import run_tests
 from aether_mcp.workspace import Workspace
-from conftest import EXAMPLES
+from conftest import EXAMPLES, REPO
 from test_profiling import FIXTURES, STAND_IN_NSYS
 
 GEO_TYPES = {"lat1": "double", "lon1": "double", "lat2": "double", "lon2": "double"}
@@ -223,3 +223,24 @@ def test_a_simulated_kernel_is_never_timed_and_the_gpu_is_refused_where_there_is
         profiling.nsys_profile(root, workers, ws, "haversine_kernel", rows=1000)
     with pytest.raises(ToolError, match=r"no NVIDIA GPU.*backend 'cpu'.*nothing was run"):
         byte_compare.byte_compare(root, workers, ws, "haversine_vectorized", hidden_rows=10, backend="gpu")
+
+
+# --- the device check script and its micro-benchmark ---------------------------------------------
+
+
+def test_gpu_check_says_plainly_when_there_is_no_gpu_to_check():
+    if any(Path("/dev").glob("nvidia[0-9]*")):
+        pytest.skip("this machine has a GPU: scripts/gpu_check.sh runs for real here")
+    ended = subprocess.run(["bash", str(REPO / "scripts" / "gpu_check.sh")], capture_output=True, text=True, timeout=60)
+    assert ended.returncode == 2 and "no NVIDIA GPU" in ended.stderr and ended.stdout == ""
+
+
+def test_the_micro_benchmark_compares_every_variant_with_the_row_udf_row_by_row():
+    ended = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_micro.py"), "--rows", "20000", "--repeats", "1"], capture_output=True, text=True, timeout=300)
+    assert ended.returncode == 0, ended.stderr
+    rows = {line.split("|")[1].strip(): line for line in ended.stdout.splitlines() if line.startswith("| ") and "---" not in line}
+    assert "reference" in rows["row UDF logic (Python, one row at a time)"]
+    assert "bit for bit" in rows["NumPy (vectorized candidate, CPU backend)"]
+    problem = backend.gpu_problem("kernel")
+    gpu_rows = [line for label, line in rows.items() if label.startswith(("CuPy", "numba"))]
+    assert len(gpu_rows) == 2 and all((f"skipped: {problem}" in line) if problem else ("ULP" in line or "bit for bit" in line) for line in gpu_rows)

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow
 def test_example_cases_pin_the_original_and_the_candidate_passes(tmp_path, workers, example, udf, arg_types, candidate):
     shutil.copytree(EXAMPLES / example, tmp_path / example)
     root = SandboxRoot(tmp_path)
-    created = workspaces.init_workspace(root, f"{example}/job.py", udf, arg_types=arg_types)
+    # the CPU backend on any machine: the cases pin the original's exact bits, which a GPU's libdevice may not give
+    created = workspaces.init_workspace(root, f"{example}/job.py", udf, arg_types=arg_types, backend="cpu")
     ws = created.workspace
     files.write_file(root, ws, "tests/cases.py", (EXAMPLES / example / "cases.py").read_text())
     files.write_file(root, ws, f"candidate/{candidate}.py", (EXAMPLES / example / "candidates" / f"{candidate}.py").read_text())
