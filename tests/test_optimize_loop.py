@@ -24,7 +24,7 @@ SPEC = {"weight": {"min": 0.1, "max": 50.0}}
 WASTEFUL_CANDIDATE = VECTORIZED_CANDIDATE.replace(
     "    fee = np.where(w < 2.0, 4.99, 4.99 + (w - 2.0) * 1.5)\n",
     "    np.sort(np.repeat(w, WASTE))\n    fee = np.where(w < 2.0, 4.99, 4.99 + (w - 2.0) * 1.5)\n",
-).replace("import pandas as pd\n", "import pandas as pd\n\nWASTE = 80\n")
+).replace("import pandas as pd\n", "import pandas as pd\n\nWASTE = 160\n")
 # Faster, but wrong: the express surcharge is gone.
 WRONG_CANDIDATE = VECTORIZED_CANDIDATE.replace("fee = np.where(express.to_numpy(dtype=bool, na_value=False), fee * 2, fee)", "fee = fee")
 
