@@ -244,3 +244,20 @@ def test_the_micro_benchmark_compares_every_variant_with_the_row_udf_row_by_row(
     problem = backend.gpu_problem("kernel")
     gpu_rows = [line for label, line in rows.items() if label.startswith(("CuPy", "numba"))]
     assert len(gpu_rows) == 2 and all((f"skipped: {problem}" in line) if problem else ("ULP" in line or "bit for bit" in line) for line in gpu_rows)
+
+
+@pytest.mark.slow
+def test_a_device_check_that_cannot_run_leaves_the_result_standing_unverified(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nsys").write_text("#!/bin/sh\necho 'nsys: no CUDA driver' >&2\nexit 3\n")
+    (bin_dir / "nsys").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    shutil.copytree(EXAMPLES / "delivery_geo", tmp_path / "delivery_geo")
+    root = SandboxRoot(tmp_path)
+    created = workspaces.init_workspace(root, "delivery_geo/job.py", "haversine_km", arg_types=GEO_TYPES)
+    files.write_file(root, created.workspace, "candidate/geo.py", (EXAMPLES / "delivery_geo" / "candidates" / "haversine_vectorized.py").read_text())
+    opened = Workspace.open_intact(root, created.workspace)
+    on_gpu = backend.Resolved("gpu", False, "as on a GPU")
+    activity, verified, note = device_proof.prove(opened, "geo", on_gpu, 60, None, lambda *a: None)
+    assert activity is None and verified is False and "could not be recorded" in note and "no CUDA driver" in note

@@ -33,6 +33,7 @@ from aether_mcp import deviations
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.deviations import AppliedDeviations
 from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.backend import Resolved
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.test_freeze import require_frozen_tests_intact
@@ -438,7 +439,7 @@ def _candidate_kind(workspace: Workspace, target: str) -> str | None:
         return None
 
 
-def _backend(workspace: Workspace, target: str, resolved) -> str:
+def _backend(workspace: Workspace, target: str, resolved: Resolved) -> str:
     kind = _candidate_kind(workspace, target)
     if kind is None:
         return "unknown (the candidate does not declare a valid TARGET)"
