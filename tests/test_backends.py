@@ -25,7 +25,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from aether_mcp import backend
 from aether_mcp.harness import nsys_report
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.tools import benchmarking, byte_compare, device_proof, files, profiling, workspaces
+from aether_mcp.tools import benchmarking, byte_compare, cheat_audit, device_proof, files, profiling, workspaces
 from aether_mcp.tools.test_runs import run_tests
 from aether_mcp.workspace import Workspace
 from conftest import EXAMPLES, REPO
@@ -158,21 +158,26 @@ def test_no_device_proof_is_claimed_on_the_cpu_backend(tmp_path, no_gpu):
         assert ("simulator" in note) is simulated
 
 
-@pytest.mark.slow
-def test_device_activity_is_recorded_from_a_real_profiled_run_of_the_candidate(tmp_path, monkeypatch):
-    """The recording path end to end: the candidate's evaluate runs in a child under `nsys`, whose
-    reports are then exported and judged. Without a GPU, a stand-in nsys runs the real command and
-    hands back a recorded report (here: one where no kernel ran)."""
+def _geo_with_nsys(tmp_path: Path, monkeypatch, script: str) -> Workspace:
+    """A geo workspace with the vectorized candidate as candidate/geo.py, and `script` as the `nsys` on the PATH."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "nsys").write_text(STAND_IN_NSYS.format(python=sys.executable, fixtures=FIXTURES / "no_kernels"))
+    (bin_dir / "nsys").write_text(script)
     (bin_dir / "nsys").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     shutil.copytree(EXAMPLES / "delivery_geo", tmp_path / "delivery_geo")
     root = SandboxRoot(tmp_path)
     created = workspaces.init_workspace(root, "delivery_geo/job.py", "haversine_km", arg_types=GEO_TYPES)
     files.write_file(root, created.workspace, "candidate/geo.py", (EXAMPLES / "delivery_geo" / "candidates" / "haversine_vectorized.py").read_text())
-    opened = Workspace.open_intact(root, created.workspace)
+    return Workspace.open_intact(root, created.workspace)
+
+
+@pytest.mark.slow
+def test_device_activity_is_recorded_from_a_real_profiled_run_of_the_candidate(tmp_path, monkeypatch):
+    """The recording path end to end: the candidate's evaluate runs in a child under `nsys`, whose
+    reports are then exported and judged. Without a GPU, a stand-in nsys runs the real command and
+    hands back a recorded report (here: one where no kernel ran)."""
+    opened = _geo_with_nsys(tmp_path, monkeypatch, STAND_IN_NSYS.format(python=sys.executable, fixtures=FIXTURES / "no_kernels"))
     folder = tmp_path / "device"
     folder.mkdir()
     activity = device_proof.record(opened, "geo", backend.CPU.env(), folder, 300, None, lambda *a: None)
@@ -221,8 +226,19 @@ def test_a_simulated_kernel_is_never_timed_and_the_gpu_is_refused_where_there_is
         benchmarking.micro_benchmark(root, ws, "haversine_kernel", rows=1000)
     with pytest.raises(ToolError, match="simulator.*not profiled"):
         profiling.nsys_profile(root, workers, ws, "haversine_kernel", rows=1000)
-    with pytest.raises(ToolError, match=r"no NVIDIA GPU.*backend 'cpu'.*nothing was run"):
-        byte_compare.byte_compare(root, workers, ws, "haversine_vectorized", hidden_rows=10, backend="gpu")
+    gpu_calls = {
+        "run_tests": lambda: run_tests(root, workers, ws, "candidate:haversine_vectorized", backend="gpu"),
+        "byte_compare": lambda: byte_compare.byte_compare(root, workers, ws, "haversine_vectorized", hidden_rows=10, backend="gpu"),
+        "audit_candidate": lambda: cheat_audit.audit_candidate(root, workers, ws, "haversine_vectorized", 1000, backend="gpu"),
+        "run_benchmark": lambda: benchmarking.run_benchmark(root, workers, ws, "haversine_vectorized", rows=1000, backend="gpu"),
+        "micro_benchmark": lambda: benchmarking.micro_benchmark(root, ws, "haversine_kernel", rows=1000, backend="gpu"),
+    }
+    runs = lambda: sorted((Path(ws) / ".aether").rglob("*.json"))  # noqa: E731
+    before = runs()
+    for tool, call in gpu_calls.items():
+        with pytest.raises(ToolError, match=r"no NVIDIA GPU.*backend 'cpu'.*nothing was run"):
+            call()
+        assert runs() == before, f"{tool} ran something before refusing"
 
 
 # --- the device check script and its micro-benchmark ---------------------------------------------
@@ -248,16 +264,7 @@ def test_the_micro_benchmark_compares_every_variant_with_the_row_udf_row_by_row(
 
 @pytest.mark.slow
 def test_a_device_check_that_cannot_run_leaves_the_result_standing_unverified(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "nsys").write_text("#!/bin/sh\necho 'nsys: no CUDA driver' >&2\nexit 3\n")
-    (bin_dir / "nsys").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    shutil.copytree(EXAMPLES / "delivery_geo", tmp_path / "delivery_geo")
-    root = SandboxRoot(tmp_path)
-    created = workspaces.init_workspace(root, "delivery_geo/job.py", "haversine_km", arg_types=GEO_TYPES)
-    files.write_file(root, created.workspace, "candidate/geo.py", (EXAMPLES / "delivery_geo" / "candidates" / "haversine_vectorized.py").read_text())
-    opened = Workspace.open_intact(root, created.workspace)
+    opened = _geo_with_nsys(tmp_path, monkeypatch, "#!/bin/sh\necho 'nsys: no CUDA driver' >&2\nexit 3\n")
     on_gpu = backend.Resolved("gpu", False, "as on a GPU")
     activity, verified, note = device_proof.prove(opened, "geo", on_gpu, 60, None, lambda *a: None)
     assert activity is None and verified is False and "could not be recorded" in note and "no CUDA driver" in note

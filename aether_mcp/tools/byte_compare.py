@@ -56,6 +56,9 @@ EMPTY_PARTITIONS = (0, 1, 3)
 Progress = Callable[[int, int | None, str], None]
 
 
+DEVICE_CHECK_TIMEOUT_S = 1_800
+
+
 class SourceSummary(BaseModel):
     source: Source
     rows: int
@@ -234,9 +237,12 @@ def byte_compare(
         for name in ("tests", "edge", "hidden")
     ]
     equal = error is None and not contract_problems and sum(mismatched.values()) == 0
-    activity, verified, proof_note = None, False, "gpu_verified: false (not checked)"
-    if (prove_device and error is None) or resolved.name != "gpu":
-        activity, verified, proof_note = device_proof.prove(opened, target.removeprefix("candidate:"), resolved, 1_800, cancel, report)
+    if resolved.name == "gpu" and error is not None:
+        activity, verified, proof_note = None, False, "gpu_verified: false (not checked: the candidate could not be evaluated)"
+    elif resolved.name == "gpu" and not prove_device:
+        activity, verified, proof_note = None, False, "gpu_verified: false (not checked here: the run that follows checks it)"
+    else:
+        activity, verified, proof_note = device_proof.prove(opened, target.removeprefix("candidate:"), resolved, DEVICE_CHECK_TIMEOUT_S, cancel, report)
     run_id = new_run_id()
     result_path = opened.state_dir / "runs" / run_id / "byte_compare.json"
     result = ByteCompareResult(
