@@ -255,14 +255,14 @@ def from_arrow(column: Any) -> Any:
     current = active()
     if current.name == "gpu" and current.xdf is not None:
         return current.xdf.Series.from_arrow(column)
-    from aether_mcp.harness.arrow_batches import column_to_series
+    from aether_mcp.arrow_udf import column_to_series
 
     return column_to_series(column)
 
 
 def to_arrow(result: Any, arrow_type: Any) -> Any:
     """`evaluate`'s result as an Arrow array of `arrow_type`: the one copy back to the host."""
-    from aether_mcp.harness.arrow_batches import series_to_arrow
+    from aether_mcp.arrow_udf import series_to_arrow
 
     current = active()
     if current.name == "gpu":

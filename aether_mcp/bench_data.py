@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 from pyspark.sql import types as T
 
-from aether_mcp.harness.mined_values import MinedValues, mine
+from aether_mcp.judge.mined_values import MinedValues, mine
 from aether_mcp.spark_types import parse_type
 from aether_mcp.workspace import Workspace
 

@@ -42,7 +42,7 @@ def _serve(root: str) -> int:
 
 
 def _demo(examples: str | None, keep: str | None) -> int:
-    from aether_mcp.harness.java_runtime import JavaUnavailable, check_java
+    from aether_mcp.processes.java_runtime import JavaUnavailable, check_java
 
     try:
         check_java()

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from aether_mcp import __version__, prompts
 from aether_mcp.bench_data import GenerateDataResult
-from aether_mcp.harness.worker_pool import WorkerPool
+from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import benchmarking, byte_compare, case_recording, cheat_audit, conversion_report, deviation_records, files, freezing, optimization, profiling, snapshots, spec_strength, test_audit, test_runs, workspaces
 

@@ -15,7 +15,7 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp import snapshot_store
-from aether_mcp.harness.case_literals import read_case_rows
+from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.workspace import TESTS_DIR, Workspace, sign
 
 FREEZE_FILE = "freeze.json"

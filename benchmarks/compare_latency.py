@@ -38,7 +38,7 @@ def main() -> None:
     state = tempfile.mkdtemp(prefix="aether-bench-state-")
     os.environ["AETHER_MCP_STATE_DIR"] = state
 
-    from aether_mcp.harness.worker_pool import WorkerPool
+    from aether_mcp.processes.worker_pool import WorkerPool
     from aether_mcp.path_guard import SandboxRoot
     from aether_mcp.tools import files, workspaces
     from aether_mcp.tools.byte_compare import byte_compare

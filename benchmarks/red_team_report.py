@@ -24,7 +24,7 @@ from compare_latency import machine  # noqa: E402
 
 def main() -> None:
     os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-bench-state-")
-    from aether_mcp.harness.worker_pool import WorkerPool
+    from aether_mcp.processes.worker_pool import WorkerPool
     from aether_mcp.path_guard import SandboxRoot
     from aether_mcp.tools.cheat_audit import audit_candidate
     from red_team.corpus import entries, make_workspaces

@@ -12,7 +12,7 @@ import pytest
 # The manifest key must not land in the developer's home; set before any workspace exists.
 os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-test-state-")
 
-from aether_mcp.harness.worker_pool import WorkerPool  # noqa: E402
+from aether_mcp.processes.worker_pool import WorkerPool  # noqa: E402
 from aether_mcp.path_guard import SandboxRoot  # noqa: E402
 from aether_mcp.tools import workspaces  # noqa: E402
 

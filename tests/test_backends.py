@@ -23,7 +23,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp import backend
-from aether_mcp.harness import nsys_report
+from aether_mcp.parsers import nsys_report
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import benchmarking, byte_compare, cheat_audit, device_proof, files, profiling, workspaces
 from aether_mcp.tools.test_runs import run_tests

@@ -152,7 +152,7 @@ def _runner_processes() -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"aether_mcp.harness.bench_runner" in (entry / "cmdline").read_bytes():
+                if b"aether_mcp.confined.bench_runner" in (entry / "cmdline").read_bytes():
                     found.append(int(entry.name))
             except OSError:
                 continue

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aether_mcp.harness import candidate_audit
+from aether_mcp.confined import watch as candidate_audit
 
 
 def candidate(tmp_path, source: str) -> tuple[types.ModuleType, str]:

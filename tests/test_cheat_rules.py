@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from aether_mcp import cheat_rules
+from aether_mcp.judge import cheat_rules
 
 HEADER = "import numpy as np\nimport pandas as pd\nfrom pyspark.sql import functions as F\n"
 

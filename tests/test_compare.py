@@ -4,8 +4,8 @@ from decimal import Decimal
 
 import pytest
 
-from aether_mcp.harness.compare import difference, identical, ulp_distance
-from aether_mcp.harness.value_codec import Raised
+from aether_mcp.judge.compare import difference, identical, ulp_distance
+from aether_mcp.wire.value_codec import Raised
 
 
 @pytest.mark.parametrize(

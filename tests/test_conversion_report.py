@@ -71,7 +71,7 @@ def test_the_recommended_wiring_runs_in_a_spark_job(root, workspace, tmp_path):
         [
             "import sys",
             f"sys.path.insert(0, {str(job_dir)!r})",
-            "from aether_mcp.harness.spark_session import create_session",
+            "from aether_mcp.evaluation.spark_session import create_session",
             "spark = create_session('local[1]', {'spark.sql.session.timeZone': 'UTC'}, 'wiring')",
             "frame = spark.createDataFrame([(1.0, False), (2.0, False), (4.0, True), (None, True)], 'weight double, express boolean')",
             sql_helper,

@@ -9,11 +9,11 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 from pyspark.sql import types as T
 
-from aether_mcp.harness import shrink
-from aether_mcp.harness.case_literals import read_case_rows
-from aether_mcp.harness.edge_inputs import edge_rows, edge_values
-from aether_mcp.harness.hidden_inputs import hidden_rows
-from aether_mcp.harness.mined_values import mine
+from aether_mcp.judge import shrink
+from aether_mcp.judge.case_literals import read_case_rows
+from aether_mcp.judge.edge_inputs import edge_rows, edge_values
+from aether_mcp.judge.hidden_inputs import hidden_rows
+from aether_mcp.judge.mined_values import mine
 from aether_mcp.workspace import UdfArgConfig, UdfConfig, WorkspaceConfig
 
 ORIGINAL = textwrap.dedent(

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from aether_mcp.harness.java_runtime import JavaUnavailable, check_java, parse_java_major
+from aether_mcp.processes.java_runtime import JavaUnavailable, check_java, parse_java_major
 
 
 def _fake_java(directory, version_line):

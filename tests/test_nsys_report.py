@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from aether_mcp.harness.nsys_report import REPORTS, NsysSummary, nsys_rep_path, parse_reports, profile_command, report_paths, stats_command
+from aether_mcp.parsers.nsys_report import REPORTS, NsysSummary, nsys_rep_path, parse_reports, profile_command, report_paths, stats_command
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nsys"
 # (wall_s, data_bytes, result_bytes, rows) each fixture was recorded for
@@ -53,7 +53,7 @@ def copy_scenario(scenario: str, tmp_path: Path) -> Path:
 
 def test_profile_command_is_an_argv_list_with_the_trace_options_before_the_untouched_command(tmp_path: Path) -> None:
     output = tmp_path / "runs" / "profile"
-    benchmark = ["python", "-m", "aether_mcp.harness.micro_bench", str(tmp_path / "request with space.json")]
+    benchmark = ["python", "-m", "aether_mcp.confined.micro_bench", str(tmp_path / "request with space.json")]
     command = profile_command(output, benchmark)
     assert command[:2] == ["nsys", "profile"]
     assert command[-len(benchmark):] == benchmark

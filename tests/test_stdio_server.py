@@ -30,7 +30,7 @@ def _worker_parents() -> set[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\x00")
         except OSError:
             continue
-        if b"aether_mcp.harness.spark_worker" in argv and b"--parent-pid" in argv:
+        if b"aether_mcp.evaluation.spark_worker" in argv and b"--parent-pid" in argv:
             parents.add(int(argv[argv.index(b"--parent-pid") + 1]))
     return parents
 

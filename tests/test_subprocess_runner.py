@@ -5,7 +5,7 @@ import sys
 import threading
 import time
 
-from aether_mcp.harness import subprocess_runner
+from aether_mcp.processes import subprocess_runner
 
 
 def _python(code: str) -> list[str]:

@@ -7,9 +7,9 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import Row
 
-from aether_mcp.harness import value_codec
-from aether_mcp.harness.compare import identical
-from aether_mcp.harness.value_codec import Raised
+from aether_mcp.wire import value_codec
+from aether_mcp.judge.compare import identical
+from aether_mcp.wire.value_codec import Raised
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """generate_data and run_benchmark: Spark benchmarks of the original vs a candidate vs the no-UDF floor.
 
 A candidate must first pass byte_compare on a sample: speed of a wrong answer is not measured.
-The timed runs happen in a separate Spark application (aether_mcp.harness.bench_runner); this
+The timed runs happen in a separate Spark application (aether_mcp.confined.bench_runner); this
 module checks the request, generates (or reuses) the data, runs it with progress and
 cancellation, and turns raw seconds into medians, a bootstrap interval for the speedup, the
 share of UDF overhead removed, a JSON record and a chart.
@@ -27,9 +27,9 @@ from pydantic import BaseModel, Field
 from aether_mcp import bench_data, deviations
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
-from aether_mcp.harness import subprocess_runner
+from aether_mcp.processes import subprocess_runner
 from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
-from aether_mcp.harness.worker_pool import WorkerPool
+from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import byte_compare
@@ -236,7 +236,7 @@ def _run_application(
             report(int(step["done"]), int(step["total"]) or None, str(step["message"]))
             seen[0] += 1
 
-    return folder, _run_child(opened, "aether_mcp.harness.bench_runner", folder, "raw.json", timeout_s, cancel, poll, "the benchmark's Spark application", resolved)
+    return folder, _run_child(opened, "aether_mcp.confined.bench_runner", folder, "raw.json", timeout_s, cancel, poll, "the benchmark's Spark application", resolved)
 
 
 def _new_run_folder(opened: Workspace) -> Path:
@@ -534,7 +534,7 @@ def micro_benchmark(
     request = {"workspace": str(opened.path), "target": f"candidate:{name}", "data": data.path, "repeats": repeats, "result": str(folder / "micro.json")}
     (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
     report(0, None, f"timing evaluate() and the original on {rows} rows")
-    raw = _run_child(opened, "aether_mcp.harness.micro_bench", folder, "micro.json", timeout_s, cancel, None, "the micro-benchmark process", resolved)
+    raw = _run_child(opened, "aether_mcp.confined.micro_bench", folder, "micro.json", timeout_s, cancel, None, "the micro-benchmark process", resolved)
     if raw.get("error"):
         raise ToolError(f"micro_benchmark could not run the candidate: {raw['error']}; run_tests and byte_compare show where it fails.")
     original, candidate_s = raw["original"], raw["candidate"]

@@ -21,14 +21,14 @@ from typing import Any, Callable, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp.harness import shrink
-from aether_mcp.harness.case_literals import read_case_rows
-from aether_mcp.harness.compare import classify
-from aether_mcp.harness.edge_inputs import edge_rows
-from aether_mcp.harness.hidden_inputs import hidden_rows as generate_hidden_rows
-from aether_mcp.harness.mined_values import mine
-from aether_mcp.harness.value_codec import Raised
-from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
+from aether_mcp.judge import shrink
+from aether_mcp.judge.case_literals import read_case_rows
+from aether_mcp.judge.compare import classify
+from aether_mcp.judge.edge_inputs import edge_rows
+from aether_mcp.judge.hidden_inputs import hidden_rows as generate_hidden_rows
+from aether_mcp.judge.mined_values import mine
+from aether_mcp.wire.value_codec import Raised
+from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp import deviations
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.deviations import AppliedDeviations

@@ -2,7 +2,7 @@
 
 PASS needs no blocking finding, `byte_compare` equal on fresh hidden inputs in the same call,
 and an intact workspace whose tests, if frozen, are as recorded. Every rule is code
-(aether_mcp.cheat_rules for the static ones, the candidate worker's watch for the dynamic ones).
+(aether_mcp.judge.cheat_rules for the static ones, the candidate worker's watch for the dynamic ones).
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from typing import Any, Callable, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import cheat_rules, deviations
+from aether_mcp import deviations
+from aether_mcp.judge import cheat_rules
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
-from aether_mcp.harness.case_literals import NotALiteral, literal
-from aether_mcp.harness.compare import classify
-from aether_mcp.harness.hidden_inputs import hidden_rows
-from aether_mcp.harness.mined_values import mine
-from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
+from aether_mcp.judge.case_literals import NotALiteral, literal
+from aether_mcp.judge.compare import classify
+from aether_mcp.judge.hidden_inputs import hidden_rows
+from aether_mcp.judge.mined_values import mine
+from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.test_freeze import freeze_record, require_frozen_tests_intact
 from aether_mcp.tools import device_proof

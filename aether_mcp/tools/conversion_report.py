@@ -309,7 +309,7 @@ def wiring(opened: Workspace, name: str, kind: str, call_sites: list[dict[str, A
         return "\n".join(lines)
     return_type = udf.return_type
     code = [
-        "from aether_mcp.harness.arrow_batches import spark_arrow_udf",
+        "from aether_mcp.arrow_udf import spark_arrow_udf",
         "",
         f"from {module} import evaluate",
         "",

@@ -28,9 +28,10 @@ from pydantic import BaseModel, Field
 from aether_mcp import bench_data
 from aether_mcp.backend import BackendUnavailable, Resolved, resolve
 from aether_mcp.candidates import BadCandidate, candidate_path, declared_target
-from aether_mcp.cheat_rules import device_capable
-from aether_mcp.harness import nsys_report, subprocess_runner
-from aether_mcp.harness.nsys_report import NsysSummary
+from aether_mcp.judge.cheat_rules import device_capable
+from aether_mcp.parsers import nsys_report
+from aether_mcp.processes import subprocess_runner
+from aether_mcp.parsers.nsys_report import NsysSummary
 from aether_mcp.workspace import Workspace, new_run_id, state_home
 
 DEVICE_ROWS = 100_000
@@ -116,7 +117,7 @@ def record(opened: Workspace, name: str, env: dict[str, str], folder: Path, time
     request = {"workspace": str(opened.path), "target": f"candidate:{name}", "data": data.path, "result": str(folder / "micro.json"), "profile": "nsys", "repeats": DEVICE_CALLS - 1}
     (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
     output = folder / "device"
-    argv = nsys_report.profile_command(output, [sys.executable, "-I", "-B", "-m", "aether_mcp.harness.micro_bench", str(folder / "request.json")])
+    argv = nsys_report.profile_command(output, [sys.executable, "-I", "-B", "-m", "aether_mcp.confined.micro_bench", str(folder / "request.json")])
     child_env = {"AETHER_MCP_STATE_DIR": str(state_home()), "PYARROW_IGNORE_TIMEZONE": "1", **env}
     _run(argv, folder, "nsys_profile.log", timeout_s, cancel, child_env)
     try:

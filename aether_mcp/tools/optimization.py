@@ -24,7 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import bench_data, snapshot_store
-from aether_mcp.harness.worker_pool import WorkerPool
+from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.test_freeze import freeze_record
 from aether_mcp.tools.benchmarking import _benchmarkable, _checked, _run_application, bootstrap_paired_ci, paired_speedup

@@ -1,11 +1,11 @@
 """nsys_profile: where a candidate's time goes, with the best profiler this machine has.
 
 - `nsys`: on a GPU with Nsight Systems on the PATH, the candidate's micro-benchmark runs under
-  `nsys profile` and the exported statistics are summarised (aether_mcp.harness.nsys_report).
+  `nsys profile` and the exported statistics are summarised (aether_mcp.parsers.nsys_report).
 - `cpu`: otherwise, the same micro-benchmark under Python's profiler. It says plainly that no
   GPU profile was possible.
 - `spark-plan`: a sql candidate runs in the JVM, where neither sees it; its executed plan is
-  read instead (aether_mcp.harness.plan_profile).
+  read instead (aether_mcp.confined.plan_profile).
 
 Agent code runs only in child processes or the candidate worker, never in the server. Raw
 reports stay on disk under .aether/profiles/<run>/ and come back as paths.
@@ -25,10 +25,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import bench_data
-from aether_mcp.harness import nsys_report, subprocess_runner
-from aether_mcp.harness.nsys_report import CudaApiStat, KernelStat, NvtxRangeStat, TransferStat
+from aether_mcp.parsers import nsys_report
+from aether_mcp.processes import subprocess_runner
+from aether_mcp.parsers.nsys_report import CudaApiStat, KernelStat, NvtxRangeStat, TransferStat
 from aether_mcp.backend import Resolved
-from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
+from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools.benchmarking import _benchmarkable, _child_env, _run_child
 from aether_mcp.workspace import Workspace, new_run_id
@@ -173,7 +174,7 @@ def _nsys(opened: Workspace, name: str, folder: Path, data: str, rows: int, time
     report(0, None, f"profiling evaluate() on {rows} rows under nsys")
     request = _request(opened, name, folder, data, {"profile": "nsys", "repeats": 3})
     output = folder / "profile"
-    argv = nsys_report.profile_command(output, [sys.executable, "-I", "-B", "-m", "aether_mcp.harness.micro_bench", str(request)])
+    argv = nsys_report.profile_command(output, [sys.executable, "-I", "-B", "-m", "aether_mcp.confined.micro_bench", str(request)])
     _run(opened, argv, folder, "nsys_profile.log", timeout_s, cancel, "nsys profile", resolved)
     raw = _result(folder / "micro.json")
     report_file = nsys_report.nsys_rep_path(output)
@@ -261,7 +262,7 @@ def plan_hints(codegen: dict[str, Any], hotspots: list[Hotspot]) -> list[str]:
 
 def _micro(opened: Workspace, name: str, folder: Path, data: str, extra: dict[str, Any], timeout_s: float, cancel: threading.Event | None, resolved: Resolved) -> dict[str, Any]:
     _request(opened, name, folder, data, extra)
-    raw = _run_child(opened, "aether_mcp.harness.micro_bench", folder, "micro.json", timeout_s, cancel, None, "the profiled process", resolved)
+    raw = _run_child(opened, "aether_mcp.confined.micro_bench", folder, "micro.json", timeout_s, cancel, None, "the profiled process", resolved)
     if raw.get("error"):
         raise ToolError(f"nsys_profile could not run the candidate: {raw['error']}; run_tests and byte_compare show where it fails.")
     return raw

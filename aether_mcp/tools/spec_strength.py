@@ -21,13 +21,15 @@ from typing import Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp.harness import subprocess_runner, value_codec
-from aether_mcp.harness.case_literals import read_case_rows
-from aether_mcp.harness.edge_inputs import edge_rows
-from aether_mcp.harness.hidden_inputs import hidden_rows, literal_compositions
-from aether_mcp.harness.mined_values import boundary_values, mine
-from aether_mcp.harness.mutants import generate_mutants
-from aether_mcp.harness.worker_pool import EvaluationFailed, WorkerPool
+from aether_mcp.processes import subprocess_runner
+
+from aether_mcp.wire import value_codec
+from aether_mcp.judge.case_literals import read_case_rows
+from aether_mcp.judge.edge_inputs import edge_rows
+from aether_mcp.judge.hidden_inputs import hidden_rows, literal_compositions
+from aether_mcp.judge.mined_values import boundary_values, mine
+from aether_mcp.judge.mutants import generate_mutants
+from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.input_json import session_naive, to_json_row
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import parse_type
@@ -318,7 +320,7 @@ def _run_spec(workspace: Workspace, job: dict[str, Any]) -> dict[str, Any]:
     run_dir.mkdir(parents=True)
     job["work_dir"] = str(run_dir)
     (run_dir / "job.json").write_text(json.dumps(value_codec.encode(job)), encoding="utf-8")
-    argv = [sys.executable, "-I", "-B", "-m", "aether_mcp.harness.spec_runner", str(run_dir / "job.json"), str(run_dir / "result.json")]
+    argv = [sys.executable, "-I", "-B", "-m", "aether_mcp.reference.spec_runner", str(run_dir / "job.json"), str(run_dir / "result.json")]
     env = {"TZ": workspace.config.spark.conf.get("spark.sql.session.timeZone", "UTC"), "PYTHONHASHSEED": "0"}
     outcome = subprocess_runner.run(argv, cwd=run_dir, log_path=run_dir / "runner.log", timeout_s=RUNNER_TIMEOUT_S, env_extra=env)
     result_path = run_dir / "result.json"

@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from aether_mcp.harness import value_codec
-from aether_mcp.harness.case_literals import NotALiteral, literal
-from aether_mcp.harness.worker_pool import WorkerPool
+from aether_mcp.wire import value_codec
+from aether_mcp.judge.case_literals import NotALiteral, literal
+from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import parse_type
 from aether_mcp.tools.test_runs import run_suite
@@ -41,7 +41,7 @@ WHY = {
     "passes_on_canary": "it also passes when the target returns null or a fixed value for every row, so it pins no value",
 }
 FIX = {
-    "no_assertion": "assert on the outputs, e.g. compare with expected values using aether_mcp.harness.compare.difference",
+    "no_assertion": "assert on the outputs, e.g. compare with expected values using aether_mcp.judge.compare.difference",
     "weak_assertion": "compare the outputs with the original's exact values (record them with record_cases)",
     "skipped": "remove the skip/xfail; if the case is not wanted, delete it openly",
     "swallowed_failure": "remove the try/except, or re-raise; use pytest.raises for an expected exception",

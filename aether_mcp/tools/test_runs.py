@@ -20,10 +20,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, ValidationError
 
 from aether_mcp.backend import CPU, Resolved
-from aether_mcp.harness import subprocess_runner
+from aether_mcp.processes import subprocess_runner
 from aether_mcp.candidates import check_target
 from aether_mcp.test_freeze import require_frozen_tests_intact
-from aether_mcp.harness.worker_pool import WorkerPool
+from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.workspaces import latest_runs_path, tests_digest
@@ -121,12 +121,12 @@ def run_suite(
         "-m",
         "pytest",
         "-p",
-        "aether_mcp.harness.pytest_plugin",
+        "aether_mcp.confined.pytest_plugin",
         "-p",
         "no:cacheprovider",
         "--noconftest",
         "-c",
-        str(resources.files("aether_mcp") / "harness" / "pytest.ini"),
+        str(resources.files("aether_mcp") / "confined" / "pytest.ini"),
         "--rootdir",
         str(opened.path),
         "--tb=short",

@@ -2,8 +2,8 @@
 
 import pytest
 
-from aether_mcp.harness.compare import difference
-from aether_mcp.harness.value_codec import Raised
+from aether_mcp.judge.compare import difference
+from aether_mcp.wire.value_codec import Raised
 from cases import CASES
 
 

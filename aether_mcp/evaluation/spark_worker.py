@@ -1,6 +1,6 @@
 """A Spark worker process: one warm SparkSession serving evaluation requests on a Unix socket.
 
-Started by the server's WorkerPool as `python -m aether_mcp.harness.spark_worker`. The
+Started by the server's WorkerPool as `python -m aether_mcp.evaluation.spark_worker`. The
 `reference` role only ever loads a workspace's `original/udf.py` (after checking the workspace's
 protected files) and caches its outputs per row by content hash; the `candidate` role loads
 agent code and is never trusted. Requests are served one at a time on the session; the process
@@ -23,8 +23,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from aether_mcp.harness import value_codec
-from aether_mcp.harness.worker_protocol import receive_message, send_message
+from aether_mcp.wire import value_codec
+from aether_mcp.wire.worker_protocol import receive_message, send_message
 
 MAX_CACHED_ROWS = 500_000
 
@@ -42,7 +42,7 @@ class SparkWorker:
         self.loaded_targets: dict[str, Any] = {}
 
     def start_spark(self) -> None:
-        from aether_mcp.harness.spark_session import create_session
+        from aether_mcp.evaluation.spark_session import create_session
 
         try:
             self.spark = create_session(self.master, self.conf, app_name=f"aether-mcp-{self.role}")
@@ -67,7 +67,7 @@ class SparkWorker:
         return {"ok": False, "error_kind": "refused", "message": f"unknown request {op!r}"}
 
     def evaluate(self, message: dict[str, Any]) -> dict[str, Any]:
-        from aether_mcp.harness.target_evaluation import DEFAULT_MAX_ISOLATED, BadRows, Shape, TargetError, evaluate_rows, load_target
+        from aether_mcp.evaluation.target_evaluation import DEFAULT_MAX_ISOLATED, BadRows, Shape, TargetError, evaluate_rows, load_target
 
         target = str(message.get("target", ""))
         if self.role == "reference" and target != "original":
@@ -117,7 +117,7 @@ class SparkWorker:
 
     def capture(self, message: dict[str, Any]) -> dict[str, Any]:
         """The original's arguments as Spark delivers them, for plain-Python coverage and mutation runs."""
-        from aether_mcp.harness.target_evaluation import BadRows, capture_inputs
+        from aether_mcp.evaluation.target_evaluation import BadRows, capture_inputs
 
         prepared = self._prepare(message)
         if isinstance(prepared, dict):
@@ -134,7 +134,7 @@ class SparkWorker:
 
     def audit(self, message: dict[str, Any]) -> dict[str, Any]:
         """The candidate run under watch (see target_evaluation.audit_target)."""
-        from aether_mcp.harness.target_evaluation import TargetError, audit_target
+        from aether_mcp.evaluation.target_evaluation import TargetError, audit_target
 
         target = str(message.get("target", ""))
         if not target.startswith("candidate:"):
@@ -153,7 +153,7 @@ class SparkWorker:
 
     def plan(self, message: dict[str, Any]) -> dict[str, Any]:
         """A sql candidate's plan profile over a Parquet file (see plan_profile); the query is never run."""
-        from aether_mcp.harness.target_evaluation import TargetError, load_target, plan_target
+        from aether_mcp.evaluation.target_evaluation import TargetError, load_target, plan_target
 
         target = str(message.get("target", ""))
         prepared = self._prepare(message)
@@ -250,7 +250,7 @@ def _exit_when_orphaned(parent_pid: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="aether_mcp.harness.spark_worker")
+    parser = argparse.ArgumentParser(prog="aether_mcp.evaluation.spark_worker")
     parser.add_argument("--socket", required=True)
     parser.add_argument("--role", choices=("reference", "candidate"), required=True)
     parser.add_argument("--master", default="local[*]")

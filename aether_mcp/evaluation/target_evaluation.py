@@ -30,9 +30,10 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
 from aether_mcp.candidates import BadCandidate, declared_target, defines_function
-from aether_mcp.harness import arrow_batches, input_capture
-from aether_mcp.harness.arrow_batches import ERROR, OUTPUT, ROW_ID
-from aether_mcp.harness.value_codec import Raised
+from aether_mcp.confined import arrow_batches
+from aether_mcp.reference import input_capture
+from aether_mcp.confined.arrow_batches import ERROR, OUTPUT, ROW_ID
+from aether_mcp.wire.value_codec import Raised
 from aether_mcp.spark_types import parse_type
 from aether_mcp.workspace import CANDIDATE_DIR, ORIGINAL_MODULE, WorkspaceConfig
 
@@ -187,7 +188,7 @@ def audit_target(spark: SparkSession, workspace: Path, config: WorkspaceConfig, 
     nodes. vectorized/kernel: the candidate runs watched in Spark's Python workers on `small`
     rows and `large` rows in one batch each, and on `small` rows in one-row batches.
     """
-    from aether_mcp.harness import candidate_audit
+    from aether_mcp.confined import watch as candidate_audit
 
     name = target.removeprefix("candidate:")
     path = workspace / CANDIDATE_DIR / f"{name}.py"
@@ -426,7 +427,7 @@ def _raising_probe(function: Callable[..., Any]) -> Callable[..., str | None]:
 
 def plan_target(spark: SparkSession, loaded: LoadedTarget, data: str) -> dict[str, Any]:
     """The plan profile of a sql candidate over the Parquet file `data`, wired as a job wires it."""
-    from aether_mcp.harness.plan_profile import profile_plan
+    from aether_mcp.confined.plan_profile import profile_plan
 
     frame = spark.read.parquet(data)
     keep = [F.col(f"`{c}`") for c in frame.columns]

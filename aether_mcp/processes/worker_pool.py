@@ -21,9 +21,10 @@ from pathlib import Path
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.backend import Resolved, has_gpu  # noqa: F401  (has_gpu: re-exported for the tools)
-from aether_mcp.harness import subprocess_runner, value_codec
-from aether_mcp.harness.java_runtime import JavaUnavailable, check_java
-from aether_mcp.harness.worker_protocol import RequestCancelled, WorkerUnavailable, request
+from aether_mcp.processes import subprocess_runner
+from aether_mcp.wire import value_codec
+from aether_mcp.processes.java_runtime import JavaUnavailable, check_java
+from aether_mcp.wire.worker_protocol import RequestCancelled, WorkerUnavailable, request
 from aether_mcp.workspace import SparkConfig, Workspace, state_home
 
 ROLES = ("reference", "candidate")
@@ -186,7 +187,7 @@ class WorkerPool:
             "-I",
             "-B",
             "-m",
-            "aether_mcp.harness.spark_worker",
+            "aether_mcp.evaluation.spark_worker",
             "--socket",
             socket_path,
             "--role",

@@ -1,4 +1,4 @@
-"""`python -m aether_mcp.harness.micro_bench REQUEST.json`: time a candidate's entry point against the original.
+"""`python -m aether_mcp.confined.micro_bench REQUEST.json`: time a candidate's entry point against the original.
 
 Both get the same rows in the form Spark hands them over: the candidate whole columns as
 arrow_batches builds them (null and NaN apart), a row UDF original one Python value per
@@ -35,8 +35,8 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     from aether_mcp.candidates import candidate_path
-    from aether_mcp.harness import arrow_batches
-    from aether_mcp.harness.target_evaluation import _load_module
+    from aether_mcp.confined import arrow_batches
+    from aether_mcp.evaluation.target_evaluation import _load_module
     from aether_mcp.path_guard import SandboxRoot
     from aether_mcp.workspace import ORIGINAL_MODULE, Workspace
 
@@ -94,7 +94,7 @@ def _profile(request: dict[str, Any]) -> dict[str, Any]:
     from pyspark.sql.pandas.types import to_arrow_type
 
     from aether_mcp.candidates import candidate_path
-    from aether_mcp.harness import arrow_batches
+    from aether_mcp.confined import arrow_batches
     from aether_mcp.path_guard import SandboxRoot
     from aether_mcp.spark_types import parse_type
     from aether_mcp.workspace import Workspace

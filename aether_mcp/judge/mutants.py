@@ -17,7 +17,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Callable
 
-from aether_mcp.harness.mined_values import docstring_constants
+from aether_mcp.judge.mined_values import docstring_constants
 
 COMPARE_SWAPS: dict[type, list[type]] = {
     ast.Lt: [ast.LtE, ast.GtE],

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from aether_mcp.harness.value_codec import Raised
+from aether_mcp.wire.value_codec import Raised
 
 KINDS = ("value", "null vs value", "NaN", "sign of zero", "type", "exception", "length", "keys")
 

@@ -1,4 +1,4 @@
-"""The benchmark's own Spark application: `python -m aether_mcp.harness.bench_runner REQUEST.json`.
+"""The benchmark's own Spark application: `python -m aether_mcp.confined.bench_runner REQUEST.json`.
 
 Separate from the correctness workers, so their warm sessions never share a JVM, cache or
 Python worker pool with a timed run. Each timed run reads the Parquet data, applies one mode and
@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
         with progress.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({"done": done, "total": total, "message": message}) + "\n")
 
-    from aether_mcp.harness.spark_session import create_session
+    from aether_mcp.evaluation.spark_session import create_session
     from aether_mcp.path_guard import SandboxRoot
     from aether_mcp.workspace import Workspace
 
@@ -118,7 +118,7 @@ def _original(workspace, data, columns: list[str], force_arrow: bool):
     """The UDF as the job runs it (its own transport), or as a row UDF forced onto Arrow transport."""
     from pyspark.sql import functions as F
 
-    from aether_mcp.harness.target_evaluation import _load_module, _series_function
+    from aether_mcp.evaluation.target_evaluation import _load_module, _series_function
     from aether_mcp.spark_types import parse_type
     from aether_mcp.workspace import ORIGINAL_MODULE
 
@@ -143,8 +143,8 @@ def _candidate(workspace, target: str, data, columns: list[str], folder: Path | 
     from pyspark.sql.pandas.types import to_arrow_type
 
     from aether_mcp.candidates import candidate_path, declared_target
-    from aether_mcp.harness import arrow_batches
-    from aether_mcp.harness.target_evaluation import _apply_build, _import_candidate
+    from aether_mcp.confined import arrow_batches
+    from aether_mcp.evaluation.target_evaluation import _apply_build, _import_candidate
     from aether_mcp.spark_types import parse_type
 
     name = target.removeprefix("candidate:")

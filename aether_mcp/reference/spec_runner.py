@@ -1,6 +1,6 @@
 """Plain-Python runs of the original and its mutants, in a process of their own.
 
-`python -I -m aether_mcp.harness.spec_runner JOB OUT`, started by the server through the one
+`python -I -m aether_mcp.reference.spec_runner JOB OUT`, started by the server through the one
 process runner. Modes:
 - `coverage`: coverage.py (branches on) over original/udf.py while the UDF runs on the inputs;
 - `mutation`: each mutant on the inputs, killed when an output differs from the original's (as
@@ -23,9 +23,9 @@ import time
 import types
 from typing import Any, Callable
 
-from aether_mcp.harness import value_codec
-from aether_mcp.harness.compare import classify
-from aether_mcp.harness.value_codec import Raised
+from aether_mcp.wire import value_codec
+from aether_mcp.judge.compare import classify
+from aether_mcp.wire.value_codec import Raised
 
 PANDAS_DTYPES = {
     "double": "float64",

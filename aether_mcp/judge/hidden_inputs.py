@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 from pyspark.sql import types as T
 
-from aether_mcp.harness.edge_inputs import INTEGER_RANGES, _float32, edge_values
-from aether_mcp.harness.mined_values import MinedValues, boundary_values
+from aether_mcp.judge.edge_inputs import INTEGER_RANGES, _float32, edge_values
+from aether_mcp.judge.mined_values import MinedValues, boundary_values
 from aether_mcp.spark_types import parse_type
 from aether_mcp.workspace import WorkspaceConfig
 

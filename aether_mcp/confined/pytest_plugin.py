@@ -16,8 +16,8 @@ from typing import Any, Iterable
 
 import pytest
 
-from aether_mcp.harness import value_codec
-from aether_mcp.harness.worker_protocol import WorkerUnavailable, request
+from aether_mcp.wire import value_codec
+from aether_mcp.wire.worker_protocol import WorkerUnavailable, request
 
 MESSAGE_CAP = 2000
 

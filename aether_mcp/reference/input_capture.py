@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from aether_mcp.harness import value_codec
+from aether_mcp.wire import value_codec
 
 
 def capture_row(*args: Any) -> str:

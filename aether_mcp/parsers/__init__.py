@@ -1,0 +1,1 @@
+"""Pure parsers of tool output read in the server (nsys reports)."""

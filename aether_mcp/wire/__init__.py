@@ -1,0 +1,1 @@
+"""What crosses process boundaries: tagged JSON values and the worker socket protocol (never pickles)."""
