@@ -88,7 +88,39 @@ CAUGHT = {
         "from functools import lru_cache\n@lru_cache(maxsize=None)\ndef helper(v):\n    return v\n",
         "COUNT = 0\ndef evaluate(x):\n    global COUNT\n    COUNT += 1\n    return x\n",
     ],
+    # issue 15: the spellings that slipped past the rules before
+    "evades_watch": [
+        "import sys\ndef evaluate(x):\n    sys.settrace(None)\n    return x\n",
+        "import sys\ndef evaluate(x):\n    return x if sys.gettrace() is None else x * 0\n",
+        "import types\ndef evaluate(x):\n    code = evaluate.__code__.replace(co_filename='/numpy/core.py')\n    return types.FunctionType(code, {})(x)\n",
+    ],
+    "unexpected_import": [
+        "import os\ndef evaluate(x):\n    return x\n",
+        "import sklearn.preprocessing\ndef evaluate(x):\n    return x\n",
+        "from pyspark import cloudpickle\ndef evaluate(x):\n    return x\n",
+    ],
 }
+CAUGHT["reaches_original"] += [
+    "import builtins\ndef evaluate(x):\n    return getattr(builtins, 'ex' + 'ec')('1')\n",
+    "def evaluate(x):\n    return getattr(np, 'c' 'ompile')\n",
+    "def evaluate(x):\n    return __builtins__['eval']('x')\n",
+]
+CAUGHT["reads_forbidden"] += [
+    "def evaluate(x):\n    path = 'orig' + 'inal' + '/u' + 'df.py'\n    return x\n",
+    "def evaluate(x):\n    path = ''.join(['.ae', 'ther'])\n    return x\n",
+    "def evaluate(x):\n    path = f\"{'orig'}inal\"\n    return x\n",
+    "def evaluate(x, name='sqrt'):\n    return getattr(np, name)(x)\n",
+]
+CAUGHT["row_at_a_time"] += [
+    "def evaluate(x):\n    return pd.Series(list(map(abs, x)))\n",
+    "def evaluate(x):\n    return pd.Series(list(filter(None, x)))\n",
+    "import itertools\ndef evaluate(a, b):\n    return pd.Series(list(itertools.starmap(pow, zip(a, b))))\n",
+    "import functools\ndef evaluate(x):\n    return functools.reduce(lambda acc, v: acc + v, x)\n",
+    "def evaluate(x):\n    return pd.Series(sorted(x, key=lambda v: -v))\n",
+    "def evaluate(x):\n    return pd.Series(np.frompyfunc(abs, 1, 1)(x))\n",
+    "def evaluate(a, b):\n    return a.combine(b, max)\n",
+    "def evaluate(x):\n    return x.str.replace('a', lambda m: m.group(0).upper(), regex=True)\n",
+]
 ROW_AT_A_TIME_SQL = [
     "def build(x):\n    return F.udf(lambda v: v, 'double')(x)\n",
     "from pyspark.sql.functions import pandas_udf\ndef build(x):\n    return pandas_udf(lambda s: s, 'double')(x)\n",
@@ -330,5 +362,6 @@ def test_workspace_modules_a_candidate_imports_are_found(tmp_path):
 def test_every_rule_has_a_why_and_a_fix():
     assert set(cheat_rules.WHY) == set(cheat_rules.FIX)
     # hard_coded and batch_dependent have tests of their own; no_device_work comes only from device
-    # counters on the GPU backend (test_backends judges recorded reports)
-    assert set(CAUGHT) | {"hard_coded", "batch_dependent", "no_device_work"} == set(cheat_rules.WHY)
+    # counters on the GPU backend (test_backends judges recorded reports); watch_dependent only from
+    # comparing watched outputs (test_red_team)
+    assert set(CAUGHT) | {"hard_coded", "batch_dependent", "no_device_work", "watch_dependent"} == set(cheat_rules.WHY)

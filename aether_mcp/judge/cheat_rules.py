@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aether_mcp import import_policy
+
 Severity = str  # "block" or "warn"
 
 WHY = {
@@ -28,6 +30,9 @@ WHY = {
     "escape": "threads, processes, sockets, ctypes and JVM calls run work the harness cannot see or check",
     "memoization": "state kept across calls makes later results depend on earlier inputs",
     "batch_dependent": "results that depend on how Spark splits rows into batches change from run to run",
+    "evades_watch": "turning the step counter off, relabelling code or making functions at run time hides what the candidate does from the judge",
+    "unexpected_import": "a candidate may import only the libraries whose behaviour the judge knows (NumPy, pandas, PyArrow, the standard library's math and text modules, Spark SQL's API, aether_mcp.backend, CuPy, cuDF, numba)",
+    "watch_dependent": "a candidate must return the same rows whether or not it is watched; outputs of watched runs are compared with the original like any other",
 }
 FIX = {
     "reaches_original": "re-implement the logic in the candidate; copy constants and helpers you need from original/udf.py",
@@ -41,6 +46,9 @@ FIX = {
     "escape": "do the work in the entry point itself, with pandas/NumPy or Spark SQL",
     "memoization": "compute from the inputs every call; keep module-level constants read-only",
     "batch_dependent": "compute each row from its own arguments only, never from the batch it arrives in",
+    "evades_watch": "remove the trace/profile calls, code-object edits and function construction",
+    "unexpected_import": "use NumPy, pandas, PyArrow, math, re, decimal, datetime, unicodedata, pyspark.sql.functions/types, aether_mcp.backend, CuPy, cuDF or numba",
+    "watch_dependent": "compute the same result on every run; do not inspect sys.gettrace() or anything else that tells a watched run apart",
 }
 DYNAMIC_BUILTINS = {"exec", "eval", "compile", "__import__"}
 DYNAMIC_LOADERS = {"import_module", "spec_from_file_location", "module_from_spec", "run_path", "run_module", "exec_module", "__import__", "load_module"}
@@ -63,6 +71,16 @@ WRITE_CALLS = {"write_text", "write_bytes", "unlink", "remove", "rename", "repla
 FILE_MODULES = {"os", "shutil", "pathlib", "Path"}
 READ_CALLS = {"open", "read_text", "read_bytes", "listdir", "scandir", "walk", "glob", "iglob", "rglob", "iterdir", "loadtxt", "read_csv", "read_parquet"}
 FORBIDDEN_TEXT = ("tests/", "tests\\", ".aether", "original/", "original\\", "cases.py", "udf.py", "PYTEST", "AETHER_")
+# Strings built from pieces ("orig" + "inal", "".join([...]), f"{a}{b}") have no reason to spell these at all.
+FORBIDDEN_BUILT_TEXT = FORBIDDEN_TEXT + ("original", "aether", "tests", "cases", "udf", "builtins")
+# Names that reach code, the interpreter's state or the file system when looked up dynamically.
+DANGEROUS_NAMES = {"exec", "eval", "compile", "__import__", "open", "modules", "environ", "path", "settrace", "setprofile", "_getframe",
+                   "system", "popen", "getattr", "globals", "locals", "vars", "__dict__", "__code__", "__globals__", "__builtins__",
+                   "import_module", "spec_from_file_location", "module_from_spec", "exec_module", "load_module", "get_objects", "FileIO", "read_text", "read_bytes"}
+# Builtins and standard-library helpers that call a Python function once per element, in C.
+C_ITERATION = {"map", "filter", "reduce", "starmap", "accumulate", "filterfalse", "takewhile", "dropwhile", "groupby"}
+KEY_FUNCTIONS = {"sorted", "min", "max"}
+WATCH_CALLS = {"settrace", "setprofile", "gettrace", "getprofile"}
 # SQL text that calls into the JVM or reads files (SQL function names are case-insensitive).
 JVM_SQL = re.compile(r"\b(try_reflect|reflect|java_method)\s*\(|\binput_file_name\b|\bread_files\b|\bjava\.(lang|io|nio|net)\.", re.IGNORECASE)
 TRIVIAL_LITERALS = {0, 1, -1, 2, 10, 100, 0.5, "", " ", None, True, False}
@@ -149,11 +167,13 @@ class _Scanner:
         self.modules = self._imported_names()
         self.device_functions = self._device_functions()
         self.module_mutables = self._module_mutables()
+        self.functions = {n.name for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
     def run(self) -> list[RuleFinding]:
         self._imports()
         self._device_row_copies()  # first: on a line both flag, the per-row evidence is the one kept
         self._calls_and_attributes()
+        self._built_strings()
         self._loops()
         self._try_blocks()
         self._assignments()
@@ -186,14 +206,75 @@ class _Scanner:
                         self.add("escape", node, detail=f"imports {name}")
                     elif top == "aether_mcp" and not name.startswith("aether_mcp.backend"):
                         self.add("reaches_original", node, detail=f"imports the harness ({name})")
+                    elif top == "builtins":
+                        self.add("reaches_original", node, detail="imports builtins, which gives exec, eval and open by name")
+                    elif not self._import_allowed(node, name):
+                        self.add("unexpected_import", node, detail=f"imports {name}, which is not on the candidate allow-list")
+
+    def _import_allowed(self, node: ast.Import | ast.ImportFrom, name: str) -> bool:
+        if isinstance(node, ast.Import):
+            return import_policy.allowed(name)
+        return import_policy.allowed(name) or all(import_policy.allowed(f"{name}.{alias.name}") for alias in node.names)
+
+    def _c_iteration(self, node: ast.Call, name: str | None, data: set[str]) -> str | None:
+        """Why a call runs a Python function per element in C (map, sorted(key=), reduce...), or None."""
+        if self.kind == "sql" or self._inside_device(node):
+            return None
+        over_data = any(isinstance(n, ast.Name) and n.id in data for argument in node.args for n in ast.walk(argument))
+        module = ast.unparse(node.func.value) if isinstance(node.func, ast.Attribute) else ""
+        if name in C_ITERATION and (isinstance(node.func, ast.Name) or module in ("functools", "itertools")) and over_data:
+            return f"{name}() calls a Python function once per element"
+        if module == "itertools" and over_data:
+            return f"itertools.{name}() walks the data one element at a time in Python"
+        if name in KEY_FUNCTIONS and isinstance(node.func, ast.Name) and any(k.arg == "key" for k in node.keywords) and over_data:
+            return f"{name}(key=...) calls the key function once per element"
+        if name in ("frompyfunc", "apply_along_axis", "piecewise") and isinstance(node.func, ast.Attribute):
+            return f"{module}.{name} calls a Python function per element"
+        if name == "combine" and isinstance(node.func, ast.Attribute) and len(node.args) >= 2:
+            return ".combine(other, func) calls func once per row"
+        if name == "replace" and isinstance(node.func, ast.Attribute) and ".str" in f".{module}":
+            repl = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "repl"), None)
+            if isinstance(repl, ast.Lambda) or (isinstance(repl, ast.Name) and repl.id in self.functions):
+                return ".str.replace with a callable repl calls it once per match"
+        return None
+
+    def _dynamic_lookup(self, node: ast.Call, name: str | None) -> tuple[str, str] | None:
+        """(rule, detail) for getattr/vars spellings that reach code or state by a name built at run time."""
+        if not isinstance(node.func, ast.Name) or name not in ("getattr", "vars", "hasattr", "setattr", "delattr"):
+            return None
+        if name == "vars":
+            return ("reads_forbidden", "vars() reads an object's namespace") if node.args else ("reads_forbidden", "vars() reads the caller's locals")
+        if len(node.args) < 2:
+            return None
+        owner = node.args[0]
+        attribute = folded_string(node.args[1])
+        owner_is_module = isinstance(owner, ast.Name) and (owner.id in self.modules or owner.id in ("__builtins__", "builtins", "sys", "os"))
+        if attribute is None:
+            if owner_is_module:
+                return "reads_forbidden", f"{name}() on {ast.unparse(owner)} with a name computed at run time"
+            return None
+        if attribute in DANGEROUS_NAMES or (attribute.startswith("__") and attribute not in ("__name__", "__doc__")):
+            return "reaches_original", f"{name}({ast.unparse(owner)}, {attribute!r}) looks up {attribute} by name"
+        return None
 
     def _calls_and_attributes(self) -> None:
+        data = self._data_names()
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Call):
                 name = _call_name(node)
                 text = ast.unparse(node.func)
                 in_device = self._inside_device(node)
-                if (isinstance(node.func, ast.Name) and name in DYNAMIC_BUILTINS) or (isinstance(node.func, ast.Attribute) and name in DYNAMIC_LOADERS):
+                per_element = self._c_iteration(node, name, data)
+                lookup = self._dynamic_lookup(node, name)
+                if per_element:
+                    self.add("row_at_a_time", node, detail=per_element)
+                elif lookup:
+                    self.add(lookup[0], node, detail=lookup[1])
+                elif name in WATCH_CALLS and isinstance(node.func, ast.Attribute) and text.split(".")[0] in ("sys", "threading"):
+                    self.add("evades_watch", node, detail=f"{text}() touches the interpreter's trace or profile hooks")
+                elif name in ("FunctionType", "CodeType", "LambdaType") or (name == "replace" and any(k.arg and k.arg.startswith("co_") for k in node.keywords)):
+                    self.add("evades_watch", node, detail=f"{text}() makes code or functions at run time")
+                elif (isinstance(node.func, ast.Name) and name in DYNAMIC_BUILTINS) or (isinstance(node.func, ast.Attribute) and name in DYNAMIC_LOADERS):
                     self.add("reaches_original", node, detail=f"dynamic code: {name}()")
                 elif name in ("udf", "pandas_udf") and not in_device:
                     self.add("row_at_a_time", node, detail="creates a Python UDF")
@@ -233,11 +314,21 @@ class _Scanner:
                     self.add("host_round_trip", node, detail=".values_host")
                 elif node.attr == "__globals__" or node.attr == "__code__" or node.attr == "f_back":
                     self.add("reads_forbidden", node, detail=f"introspection via .{node.attr}")
+            elif isinstance(node, ast.Name) and node.id == "__builtins__":
+                self.add("reaches_original", node, detail="__builtins__ gives exec, eval and open by name")
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 if any(p in node.value for p in FORBIDDEN_TEXT):
                     self.add("reads_forbidden", node, detail=f"names {node.value[:60]!r}")
                 elif JVM_SQL.search(node.value):
                     self.add("escape", node, detail="SQL that calls into the JVM or reads files")
+
+    def _built_strings(self) -> None:
+        """Strings assembled from constant pieces that spell what a plain constant may not."""
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.BinOp, ast.JoinedStr, ast.Subscript, ast.Call)):
+                built = folded_string(node)
+                if built is not None and any(p in built for p in FORBIDDEN_BUILT_TEXT):
+                    self.add("reads_forbidden", node, detail=f"builds the string {built[:60]!r} from pieces")
 
     def _loops(self) -> None:
         if self.kind == "sql":
@@ -550,3 +641,42 @@ def _hashable(value: Any) -> bool:
         return False
     return True
 
+
+
+def folded_string(node: ast.AST) -> str | None:
+    """The string a constant expression spells ("a" + "b", "".join(["a", "b"]), f"{'a'}b", "ba"[::-1]), or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = folded_string(node.left), folded_string(node.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        text = folded_string(node.left)
+        count = node.right.value if isinstance(node.right, ast.Constant) and isinstance(node.right.value, int) else None
+        return text * min(count, 10) if text is not None and count is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            part = folded_string(value.value) if isinstance(value, ast.FormattedValue) else folded_string(value)
+            if part is None:
+                return None
+            parts.append(part)
+        return "".join(parts)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        text = folded_string(node.value)
+        bounds = [getattr(b, "value", None) if b is not None else None for b in (node.slice.lower, node.slice.upper, node.slice.step)]
+        if text is not None and all(b is None or isinstance(b, int) for b in bounds):
+            return text[slice(*bounds)]
+        return None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" and len(node.args) == 1:
+        separator = folded_string(node.func.value)
+        items = node.args[0]
+        if separator is not None and isinstance(items, (ast.List, ast.Tuple)):
+            parts = [folded_string(item) for item in items.elts]
+            return separator.join(parts) if all(part is not None for part in parts) else None  # type: ignore[arg-type]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("str", "chr") and len(node.args) == 1:
+        argument = node.args[0]
+        if node.func.id == "chr" and isinstance(argument, ast.Constant) and isinstance(argument.value, int) and 0 <= argument.value < 0x110000:
+            return chr(argument.value)
+        return folded_string(argument) if node.func.id == "str" else None
+    return None
