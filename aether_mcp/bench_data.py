@@ -70,7 +70,7 @@ def generate(workspace: Workspace, rows: int, seed: int | None = None, spec: dic
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     folder = workspace.state_dir / DATA_DIR
     path = folder / f"{digest}.parquet"
-    mined = mine(workspace.original_module.read_text(encoding="utf-8"))
+    mined = mine(workspace.verified_original())
     columns = [_Column(a.name, parse_type(a.type), a.type, spec.get(a.name, {}), mined) for a in args]
     infos = [c.info() for c in columns]
     if path.exists():

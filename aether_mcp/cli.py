@@ -1,4 +1,4 @@
-"""`aether-mcp serve` (MCP over stdio) and `aether-mcp demo` (the loop on a bundled example)."""
+"""`aether-mcp serve` (MCP over stdio), `aether-mcp demo` (the loop on a bundled example) and `aether-mcp verify`."""
 
 from __future__ import annotations
 
@@ -24,9 +24,18 @@ def main(argv: list[str] | None = None) -> None:
     demo = commands.add_parser("demo", help="run the conversion loop on a bundled example and print a summary")
     demo.add_argument("--examples", default=None, help="folder holding the examples (default: the source checkout's examples/)")
     demo.add_argument("--keep", default=None, help="put the demo's files in this new folder (default: a new temporary folder, left in place for the report)")
+    verify = commands.add_parser("verify", help="before shipping: recompute every check from the job source, trusting no record")
+    verify.add_argument("--root", required=True, help="the server root that holds the job and the workspace")
+    verify.add_argument("workspace", help="the workspace folder (relative to the root, or absolute inside it)")
+    verify.add_argument("--candidate", default=None, help="the candidate to verify (default: the one the report recommends)")
+    verify.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     if args.command == "serve":
         sys.exit(_serve(args.root))
+    if args.command == "verify":
+        from aether_mcp.verification import main as verify_main
+
+        sys.exit(verify_main(args.root, args.workspace, args.candidate, args.json))
     sys.exit(_demo(args.examples, args.keep))
 
 
@@ -190,19 +199,40 @@ async def _demo_loop(root: Path) -> int:
         )
 
         written = await call("report", workspace=ws)
-        say(f"18. report         -> ship {written['recommended']}, {bench['speedup']:.2f}x in run_benchmark; {len(written['sections'])} sections, ending with the code that replaces the UDF in the job")
+        say(f"18. report         -> ship {written['recommended']}, {bench['speedup']:.2f}x in run_benchmark; {len(written['sections'])} sections: the code that replaces the UDF in the job, then the command to verify it before shipping")
         say(f"    report written to {written['artifacts']['markdown']}")
 
         ok = not (run["failed"] or run["errors"]) and bool(failing) and proof["equal"] and not caught["equal"]
         ok = ok and clean["verdict"] == "PASS" and cheat["verdict"] == "FAIL"
         ok = ok and bench["speedup"] is not None and profile["backend"] == "spark-plan" and best["accepted"] and not step["accepted"] and step["reverted"] and restored
         ok = ok and written["recommended"] == "discount_sql"
-        say(
-            f"Done in {time.monotonic() - started:.0f}s, all four phases: the tests pin the original and caught the naive rewrite; byte_compare proved the careful one "
-            "equal and found the naive one's counterexamples unaided; audit_candidate passed the careful one and failed the shortcut; run_benchmark timed it "
-            "in Spark; try_optimization kept the verified version and reverted a change that broke equality; the report says what to ship and how."
-        )
-        return 0 if ok else 1
+    # after the server and its workers have stopped, as a person runs it before shipping
+    verified = _verify(root, ws)
+    say(f"19. aether-mcp verify --root {root} {Path(ws).relative_to(root)} -> {'passed' if verified.passed else 'FAILED'}: " + ", ".join(f"{c.name} {c.status}" for c in verified.checks))
+    for check in verified.checks:
+        if check.status not in ("pass", "warn"):
+            say(f"     {check.name}: {check.detail[:200]}")
+    ok = ok and verified.passed
+    say(
+        f"Done in {time.monotonic() - started:.0f}s, all four phases: the tests pin the original and caught the naive rewrite; byte_compare proved the careful one "
+        "equal and found the naive one's counterexamples unaided; audit_candidate passed the careful one and failed the shortcut; run_benchmark timed it "
+        "in Spark; try_optimization kept the verified version and reverted a change that broke equality; the report says what to ship and how; "
+        "aether-mcp verify recomputed all of it from the job source before shipping."
+    )
+    return 0 if ok else 1
+
+
+def _verify(root: Path, workspace: str):
+    """`aether-mcp verify` on the demo's workspace, in this process, with a worker pool of its own."""
+    from aether_mcp.path_guard import SandboxRoot
+    from aether_mcp.processes.worker_pool import WorkerPool
+    from aether_mcp.verification import verify
+
+    workers = WorkerPool(forbidden=[root])
+    try:
+        return verify(SandboxRoot(root), workers, workspace)
+    finally:
+        workers.close()
 
 
 class DemoFailed(RuntimeError):

@@ -90,7 +90,9 @@ Start: init_workspace(source="{source}", udf="{udf}") (add arg_types if it asks 
 {RULES}
 
 Finish with report(workspace) and tell the user: which candidate to ship, its speedup with the
-interval, any recorded deviation, and the wiring code from the report's recommendation."""
+interval, any recorded deviation, the wiring code from the report's recommendation, and that
+before shipping they should run `aether-mcp verify --root ROOT WORKSPACE` themselves: it
+recomputes every check from the job source and trusts no record the tools wrote."""
 
 
 def phase(text: str, workspace: str, candidate: str | None = None) -> str:

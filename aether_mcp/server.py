@@ -87,7 +87,7 @@ async def _in_thread(ctx: Context, call: Callable[..., T]) -> T:
 def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
     """An MCP server whose tools can reach only files inside `root`."""
     sandbox = SandboxRoot(root)
-    pool = workers or WorkerPool()
+    pool = workers or WorkerPool(forbidden=[sandbox.path])
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[None]:

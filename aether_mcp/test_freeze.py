@@ -16,7 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp import snapshot_store
 from aether_mcp.judge.case_literals import read_case_rows
-from aether_mcp.workspace import TESTS_DIR, Workspace, sign
+from aether_mcp.workspace import TESTS_DIR, Workspace, key_id, sign
 
 FREEZE_FILE = "freeze.json"
 FREEZE_LOG = "freeze_log.jsonl"
@@ -27,7 +27,13 @@ def test_files(workspace: Workspace) -> dict[str, str]:
 
 
 def freeze_record(workspace: Workspace) -> dict[str, Any] | None:
-    """The signed freeze record, None when not frozen; a ToolError when the record was tampered with."""
+    """The signed freeze record, None when not frozen; a ToolError when the record was tampered with.
+
+    A record signed under another key (another HOME or state folder) is re-signed when the test
+    files are still exactly the ones it lists. `aether-mcp verify` consults no freeze at all.
+    """
+    if workspace.from_scratch:
+        return None
     path = workspace.state_dir / FREEZE_FILE
     if not path.exists():
         log = freeze_log(workspace)
@@ -42,7 +48,10 @@ def freeze_record(workspace: Workspace) -> dict[str, Any] | None:
         body = record["body"]
         valid = sign(json.dumps(body, sort_keys=True)) == record["signature"]
     except (OSError, ValueError, KeyError, TypeError):
-        valid = False
+        record, body, valid = {}, None, False
+    if not valid and body is not None and record.get("key_id") != key_id() and body.get("files") == test_files(workspace):
+        _write_record(workspace, body)  # signed elsewhere, and the tests are exactly as it says: keep it
+        valid = True
     if not valid:
         raise ToolError("the freeze record under .aether/ was changed outside the server; call unfreeze_tests(workspace, reason) and freeze again.")
     return body
@@ -59,6 +68,8 @@ def changed_since_freeze(workspace: Workspace) -> list[str]:
 
 def require_frozen_tests_intact(workspace: Workspace, tool: str) -> None:
     """Refuse to judge a candidate while frozen tests differ from their record."""
+    if workspace.from_scratch:
+        return  # verify judges the cases as they are, and says so
     changed = changed_since_freeze(workspace)
     if changed:
         raise ToolError(
@@ -79,9 +90,14 @@ def freeze(workspace: Workspace) -> dict[str, Any]:
         "files": test_files(workspace),
         "cases": len(read_case_rows(workspace.path / TESTS_DIR / "cases.py")),
     }
-    (workspace.state_dir / FREEZE_FILE).write_text(json.dumps({"body": body, "signature": sign(json.dumps(body, sort_keys=True))}, indent=2), encoding="utf-8")
+    _write_record(workspace, body)
     _log(workspace, {"event": "freeze", "time": body["time"], "cases": body["cases"], "files": sorted(body["files"])})
     return body
+
+
+def _write_record(workspace: Workspace, body: dict[str, Any]) -> None:
+    record = {"body": body, "signature": sign(json.dumps(body, sort_keys=True)), "key_id": key_id()}
+    (workspace.state_dir / FREEZE_FILE).write_text(json.dumps(record, indent=2), encoding="utf-8")
 
 
 def unfreeze(workspace: Workspace, reason: str) -> dict[str, Any]:

@@ -2,9 +2,16 @@
 
 Protected: `aether.toml`, everything under `original/` and `.aether/`, and the file names that
 could override the test harness (`conftest.py`, pytest config files) anywhere. The hashes of
-`aether.toml` and `original/` are recorded at creation in a manifest signed with a key kept
-outside the workspace, so an edit made behind the server's back is detected, and a copy of
-each recorded file is kept under `.aether/protected/` to recover from.
+`aether.toml` and every file under `original/` (a `__pycache__` included: a file nobody recorded
+there is tampering) are recorded at creation in a manifest signed with a key kept outside the
+workspace, so an edit made behind the server's back is detected, and a copy of each recorded
+file is kept under `.aether/protected/` to recover from. The reference is handed to the workers
+as the exact bytes whose hash was checked (`verified_original`).
+
+The signature catches edits by confined code and by accident; it cannot stop a shell running as
+the same user, who can read the key. A server whose key is not the one a manifest was signed
+with (another HOME or state folder) derives the workspace again from the job source and re-signs
+it when both agree (aether_mcp.workspace_derivation); `aether-mcp verify` trusts no record at all.
 """
 
 from __future__ import annotations
@@ -122,6 +129,7 @@ class Integrity:
     missing: list[str] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
     manifest_problem: str | None = None
+    note: str | None = None  # e.g. re-signed under this server's key after re-deriving from the job source
 
     def describe(self) -> str:
         if self.manifest_problem:
@@ -140,6 +148,8 @@ class Workspace:
         self.root = root
         self.path = path
         self.config = load_config(path)
+        # Set by `from_source`: the reference bytes were derived from the job source, not read from disk on trust.
+        self.trusted_original: str | None = None
 
     @classmethod
     def open(cls, root: SandboxRoot, user_path: str) -> Workspace:
@@ -150,11 +160,31 @@ class Workspace:
         return cls(root, path)
 
     @classmethod
-    def open_intact(cls, root: SandboxRoot, user_path: str) -> Workspace:
-        """Open a workspace for a tool that acts on it: refuses one whose protected files changed."""
+    def open_intact(cls, root: SandboxRoot, user_path: str | Workspace) -> Workspace:
+        """Open a workspace for a tool that acts on it: refuses one whose protected files changed.
+
+        A Workspace made by `from_source` is passed through: its reference was derived from the job
+        source, which is more than the manifest proves.
+        """
+        if isinstance(user_path, Workspace):
+            if user_path.trusted_original is None:
+                user_path.require_intact()
+            return user_path
         workspace = cls.open(root, user_path)
         workspace.require_intact()
         return workspace
+
+    @classmethod
+    def from_source(cls, root: SandboxRoot, path: Path, module_source: str) -> Workspace:
+        """A workspace whose reference is `module_source`, freshly derived from the job source (for verify)."""
+        workspace = cls(root, path)
+        workspace.trusted_original = module_source
+        return workspace
+
+    @property
+    def from_scratch(self) -> bool:
+        """Judged from first principles (verify): records under .aether/, the freeze included, are not consulted."""
+        return self.trusted_original is not None
 
     # --- paths -------------------------------------------------------------------------------
 
@@ -207,13 +237,32 @@ class Workspace:
     # --- integrity -------------------------------------------------------------------------
 
     def protected_files(self) -> dict[str, Path]:
+        """`aether.toml` and every file under `original/`, byte-compiled caches and links included."""
         files = {CONFIG_FILE: self.path / CONFIG_FILE}
         original = self.path / ORIGINAL_DIR
         if original.is_dir():
             for path in sorted(original.rglob("*")):
-                if path.is_file() and not (set(path.relative_to(original).parts) & IGNORED_DIR_NAMES):
+                if path.is_symlink() or path.is_file():
                     files[self.relative(path).as_posix()] = path
         return files
+
+    def verified_original(self) -> str:
+        """The text of original/udf.py, read once and checked against the signed manifest (ToolError if it differs)."""
+        if self.trusted_original is not None:
+            return self.trusted_original
+        path = self.path / ORIGINAL_MODULE
+        try:
+            data = path.read_bytes() if not path.is_symlink() else b""
+        except OSError:
+            data = b""
+        recorded = self._signed_hashes()
+        if recorded is None:
+            self.require_intact()  # refuses, or (signed under another key) derives trust again and re-signs
+            recorded = self._signed_hashes()
+        if recorded is None or recorded.get(ORIGINAL_MODULE) != hashlib.sha256(data).hexdigest():
+            self.require_intact()  # says what changed and how to recover
+            raise ToolError(f"{ORIGINAL_MODULE} changed while it was being read; call the tool again.")
+        return data.decode("utf-8")
 
     def record_protected(self) -> None:
         """Hash and keep a copy of every protected file; called once, at creation."""
@@ -225,19 +274,33 @@ class Workspace:
             copy.parent.mkdir(parents=True, exist_ok=True)
             copy.write_bytes(data)
         body = json.dumps({"files": hashes}, sort_keys=True)
-        manifest = {"files": hashes, "signature": sign(body)}
+        manifest = {"files": hashes, "signature": sign(body), "key_id": key_id()}
         (self.state_dir / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
-    def integrity(self) -> Integrity:
-        manifest_path = self.state_dir / MANIFEST
+    def _manifest(self) -> tuple[dict[str, str], str, str | None] | None:
         try:
-            manifest = json.loads(manifest_path.read_text())
-            recorded: dict[str, str] = manifest["files"]
-            signature = manifest["signature"]
+            manifest = json.loads((self.state_dir / MANIFEST).read_text())
+            return dict(manifest["files"]), str(manifest["signature"]), manifest.get("key_id")
         except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _signed_hashes(self) -> dict[str, str] | None:
+        """The manifest's hashes if its signature holds under this server's key."""
+        manifest = self._manifest()
+        if manifest is None:
+            return None
+        recorded, signature, _ = manifest
+        return recorded if hmac.compare_digest(sign(json.dumps({"files": recorded}, sort_keys=True)), signature) else None
+
+    def integrity(self) -> Integrity:
+        manifest = self._manifest()
+        if manifest is None:
             return Integrity(False, manifest_problem=f"the protected-file manifest {STATE_DIR}/{MANIFEST} is missing or unreadable")
-        if not hmac.compare_digest(sign(json.dumps({"files": recorded}, sort_keys=True)), str(signature)):
-            return Integrity(False, manifest_problem=f"the protected-file manifest {STATE_DIR}/{MANIFEST} was rewritten outside the server")
+        recorded, signature, signed_with = manifest
+        if not hmac.compare_digest(sign(json.dumps({"files": recorded}, sort_keys=True)), signature):
+            if signed_with == key_id():
+                return Integrity(False, manifest_problem=f"the protected-file manifest {STATE_DIR}/{MANIFEST} was rewritten outside the server")
+            return self._rederive_trust()
         current = self.protected_files()
         result = Integrity(True)
         for rel, digest in sorted(recorded.items()):
@@ -249,6 +312,23 @@ class Workspace:
         result.added = sorted(set(current) - set(recorded))
         result.intact = not (result.modified or result.missing or result.added)
         return result
+
+    def _rederive_trust(self) -> Integrity:
+        """The manifest was signed under another key (another HOME or state folder): trust what the job source gives."""
+        from aether_mcp.workspace_derivation import rederive
+
+        derivation = rederive(self.root, self.path, self.config)
+        if not derivation.matches:
+            return Integrity(
+                False,
+                manifest_problem=f"the protected-file manifest was signed under another key, and the workspace does not match its job source: {'; '.join(derivation.problems)}",
+            )
+        self.record_protected()
+        note = (
+            f"the manifest was signed under another key (state folder {state_home()}); original/ and {CONFIG_FILE} were derived again "
+            f"from {self.config.udf.source}, matched it exactly, and were re-signed under this server's key"
+        )
+        return Integrity(True, note=note)
 
     def require_intact(self) -> None:
         """Refuse (ToolError with how to recover) when protected files changed behind the server's back."""
@@ -312,6 +392,11 @@ def _signing_key() -> bytes:
 def sign(body: str) -> str:
     """HMAC of `body` under the key kept outside every workspace."""
     return hmac.new(_signing_key(), body.encode(), hashlib.sha256).hexdigest()
+
+
+def key_id() -> str:
+    """A name for this server's key that reveals nothing of it: records say which key signed them."""
+    return hashlib.sha256(b"aether-mcp key id\0" + _signing_key()).hexdigest()[:16]
 
 
 def new_run_id(label: str = "") -> str:

@@ -1,8 +1,11 @@
-"""Cold and warm latency of byte_compare on the bundled examples (20,000 hidden rows by default).
+"""Cold and warm latency of byte_compare on the bundled examples (20,000 hidden rows by default), confined and not.
 
 Cold: a new worker pool, so new processes and new SparkSessions, as the first call after the
-server starts. Warm: later calls on the same pool (fresh hidden rows every time). Prints a
-Markdown table and the machine it ran on; `--json PATH` also writes the raw numbers.
+server starts. Warm: later calls on the same pool (fresh hidden rows every time). Each example
+runs twice: with the candidate worker confined (Landlock and a PID namespace, as the server runs
+it), and with confinement switched off (AETHER_MCP_UNCONFINED=1), alternating so a slow spell of
+the machine hits both; the table gives the warm slowdown confinement costs. Prints a Markdown
+table and the machine it ran on; `--json PATH` also writes the raw numbers.
 
     .venv/bin/python benchmarks/compare_latency.py [--warm 5] [--hidden-rows 20000]
 """
@@ -43,6 +46,8 @@ def main() -> None:
     from aether_mcp.tools import files, workspaces
     from aether_mcp.tools.byte_compare import byte_compare
 
+    from aether_mcp.processes.confinement import DISABLE_ENV
+
     results = []
     for example, udf, arg_types, candidate in EXAMPLES:
         root_dir = Path(tempfile.mkdtemp(prefix="aether-bench-"))
@@ -51,41 +56,55 @@ def main() -> None:
         ws = workspaces.init_workspace(root, f"{example}/job.py", udf, arg_types=arg_types).workspace
         files.write_file(root, ws, "tests/cases.py", (REPO / "examples" / example / "cases.py").read_text())
         files.write_file(root, ws, f"candidate/{candidate}.py", (REPO / "examples" / example / "candidates" / f"{candidate}.py").read_text())
-        pool = WorkerPool()
+        pools, cold, warm, first = {}, {}, {"confined": [], "unconfined": []}, None
         try:
-            started = time.monotonic()
-            first = byte_compare(root, pool, ws, candidate, hidden_rows=args.hidden_rows)
-            cold = time.monotonic() - started
-            byte_compare(root, pool, ws, candidate, hidden_rows=args.hidden_rows)  # JIT warm-up, discarded
-            warm = []
-            for _ in range(args.warm):
+            for mode in ("confined", "unconfined"):
+                # confinement is decided when the worker starts: one pool per mode
+                os.environ.pop(DISABLE_ENV, None) if mode == "confined" else os.environ.__setitem__(DISABLE_ENV, "1")
+                pools[mode] = WorkerPool(forbidden=[root_dir])
                 started = time.monotonic()
-                result = byte_compare(root, pool, ws, candidate, hidden_rows=args.hidden_rows)
-                warm.append(time.monotonic() - started)
-                assert result.equal, f"{example}: {result.mismatches[:2]}"
+                result = byte_compare(root, pools[mode], ws, candidate, hidden_rows=args.hidden_rows)
+                cold[mode] = time.monotonic() - started
+                assert result.confined == (mode == "confined"), result.confinement
+                first = first or result
+                byte_compare(root, pools[mode], ws, candidate, hidden_rows=args.hidden_rows)  # JIT warm-up, discarded
+            for _ in range(args.warm):
+                for mode in ("confined", "unconfined"):
+                    started = time.monotonic()
+                    result = byte_compare(root, pools[mode], ws, candidate, hidden_rows=args.hidden_rows)
+                    warm[mode].append(time.monotonic() - started)
+                    assert result.equal, f"{example}: {result.mismatches[:2]}"
         finally:
-            pool.close()
+            os.environ.pop(DISABLE_ENV, None)
+            for pool in pools.values():
+                pool.close()
             shutil.rmtree(root_dir, ignore_errors=True)
+        confined, unconfined = statistics.median(warm["confined"]), statistics.median(warm["unconfined"])
         results.append(
             {
                 "example": example,
-                "candidate": f"{candidate} ({first.backend.split(':')[0]})",
+                "candidate": f"{candidate} ({'spark-sql' if first.backend_note.startswith('spark-sql') else first.backend})",
                 "rows_compared": first.rows_compared,
-                "cold_s": round(cold, 2),
-                "warm_median_s": round(statistics.median(warm), 2),
-                "warm_min_s": round(min(warm), 2),
-                "warm_max_s": round(max(warm), 2),
-                "cold_over_warm": round(cold / statistics.median(warm), 1),
+                "cold_confined_s": round(cold["confined"], 2),
+                "cold_unconfined_s": round(cold["unconfined"], 2),
+                "warm_confined_median_s": round(confined, 2),
+                "warm_unconfined_median_s": round(unconfined, 2),
+                "warm_confined_s": [round(v, 2) for v in warm["confined"]],
+                "warm_unconfined_s": [round(v, 2) for v in warm["unconfined"]],
+                "warm_slowdown": round(confined / unconfined - 1, 3),
             }
         )
-        print(f"{example}: cold {cold:.1f}s, warm median {statistics.median(warm):.2f}s", file=sys.stderr, flush=True)
+        print(f"{example}: warm median {confined:.2f}s confined, {unconfined:.2f}s unconfined", file=sys.stderr, flush=True)
     shutil.rmtree(state, ignore_errors=True)
 
     print(f"Machine: {machine()}\n")
-    print("| example | candidate | rows compared | cold (s) | warm median (s) | warm min-max (s) | cold / warm |")
+    print("| example | candidate | rows compared | cold confined / unconfined (s) | warm median confined (s) | warm median unconfined (s) | warm slowdown |")
     print("|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['example']} | {r['candidate']} | {r['rows_compared']} | {r['cold_s']} | {r['warm_median_s']} | {r['warm_min_s']}-{r['warm_max_s']} | {r['cold_over_warm']}x |")
+        print(
+            f"| {r['example']} | {r['candidate']} | {r['rows_compared']} | {r['cold_confined_s']} / {r['cold_unconfined_s']} | "
+            f"{r['warm_confined_median_s']} | {r['warm_unconfined_median_s']} | {r['warm_slowdown']:+.0%} |"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": machine(), "results": results}, indent=2))
 

@@ -1,31 +1,62 @@
-"""The watch the audit puts around a candidate: tripwire, forbidden opens, Python steps per row, checksums."""
+"""The watch in confined processes: an audit hook the candidate cannot remove, the step counter, the tripwire.
 
-import os
+Each test runs its candidate in a fresh interpreter, as a confined worker runs one: the watch
+is installed first, then the candidate's file is loaded from its source and called. The hook
+stays for the life of a process, so it is never installed in the test session itself.
+"""
+
+import json
+import subprocess
+import sys
 import textwrap
-import types
 
-import numpy as np
-import pandas as pd
 import pytest
 
-from aether_mcp.confined import watch as candidate_audit
+DRIVER = textwrap.dedent(
+    """
+    import json, sys, types
+    import numpy as np
+    import pandas as pd
+    from aether_mcp.confined import watch
 
-
-def candidate(tmp_path, source: str) -> tuple[types.ModuleType, str]:
-    path = tmp_path / "candidate" / "c.py"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(textwrap.dedent(source))
+    path, rows, count_steps = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+    watch.install([path.rsplit("/", 1)[0]])
     module = types.ModuleType("watched_candidate")
-    module.__file__ = str(path)
-    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
-    return module, str(path)
-
-
-def steps(module, filename: str, rows: int, excluded=None) -> int:
+    module.__file__ = path
+    exec(compile(open(path).read(), path, "exec"), module.__dict__)
+    watch.drain()  # loading is not what these tests count
     series = pd.Series(np.arange(rows, dtype="float64"))
-    with candidate_audit.Watch(filename, excluded) as watch:
-        module.evaluate(series)
-    return watch.calls
+    outcome = {}
+    try:
+        if count_steps:
+            with watch.Watch() as watched:
+                module.evaluate(series)
+            outcome["calls"] = watched.calls
+            outcome["threads_left"] = watched.threads_left
+        else:
+            module.evaluate(series)
+        outcome["raised"] = None
+    except BaseException as exc:
+        outcome["raised"] = f"{type(exc).__name__}: {exc}"
+    outcome["events"] = watch.drain()
+    print(json.dumps(outcome))
+    """
+)
+
+
+def watched(tmp_path, source: str, rows: int = 10, count_steps: bool = False) -> dict:
+    """Run `source`'s evaluate on `rows` rows in a fresh interpreter under the watch."""
+    folder = tmp_path / "candidate"
+    folder.mkdir(exist_ok=True)
+    path = folder / "c.py"
+    path.write_text(textwrap.dedent(source))
+    ended = subprocess.run([sys.executable, "-I", "-c", DRIVER, str(path), str(rows), "1" if count_steps else "0"], capture_output=True, text=True, timeout=120)
+    assert ended.returncode == 0, ended.stderr
+    return json.loads(ended.stdout.strip().splitlines()[-1])
+
+
+def events(outcome: dict) -> set[str]:
+    return {event["event"] for event in outcome["events"]}
 
 
 LOOP = """
@@ -44,6 +75,20 @@ def _double(v):
 def evaluate(x):
     return x.map(_double)
 """
+# C-level iteration calling a function the candidate did not define in its file (issue 15)
+BUILTIN_MAP = """
+import textwrap
+import pandas as pd
+
+def evaluate(x):
+    return pd.Series(list(map(textwrap.dedent, x.astype(str))))
+"""
+SORTED_KEY = """
+import pandas as pd
+
+def evaluate(x):
+    return pd.Series(sorted(x, key=lambda v: -v))
+"""
 VECTORIZED = """
 import numpy as np
 
@@ -56,60 +101,112 @@ def evaluate(x):
 """
 
 
-@pytest.mark.parametrize("source", [LOOP, CALLBACK])
+@pytest.mark.parametrize("source", [LOOP, CALLBACK, BUILTIN_MAP, SORTED_KEY], ids=["loop", "series_map", "builtin_map", "sorted_key"])
 def test_per_row_python_shows_as_steps_that_grow_with_the_rows(tmp_path, source):
-    module, filename = candidate(tmp_path, source)
-    small, large = steps(module, filename, 100), steps(module, filename, 2000)
-    assert large > 2 * small + 10
+    small = watched(tmp_path, source, 100, count_steps=True)["calls"]
+    large = watched(tmp_path, source, 2000, count_steps=True)["calls"]
+    assert large > 2 * small + 10, (small, large)
 
 
 def test_whole_column_code_takes_the_same_steps_for_any_size(tmp_path):
-    module, filename = candidate(tmp_path, VECTORIZED)
-    assert steps(module, filename, 100) == steps(module, filename, 20_000) > 0
+    assert watched(tmp_path, VECTORIZED, 100, count_steps=True)["calls"] == watched(tmp_path, VECTORIZED, 20_000, count_steps=True)["calls"] > 0
 
 
-def test_code_outside_the_candidate_is_not_counted(tmp_path):
-    module, filename = candidate(tmp_path, CALLBACK)
-    assert steps(module, str(tmp_path / "elsewhere.py"), 1000) == 0
-    assert steps(module, filename, 1000, excluded={module._double.__code__}) < 10
+def test_switching_the_step_counter_off_is_refused_and_recorded(tmp_path):
+    # issue 15, class 2: sys.settrace(None) as the first line of evaluate
+    outcome = watched(tmp_path, "import sys\n\ndef evaluate(x):\n    sys.settrace(None)\n    return x\n", count_steps=True)
+    assert outcome["raised"].startswith("WatchRefused")
+    assert [(e["event"], e["line"], e["refused"]) for e in outcome["events"]] == [("sys.settrace", 4, True)]
 
 
-def test_the_tripwire_records_and_refuses_the_original(tmp_path):
-    module, filename = candidate(tmp_path, "def evaluate(x):\n    import importlib\n    return importlib.import_module('orig' + 'inal.udf').fee(x)\n")
-    candidate_audit.install(str(tmp_path))
-    with candidate_audit.Watch(filename) as watch:
-        with pytest.raises(candidate_audit.TripwireTriggered, match="original.udf.fee was called"):
-            module.evaluate(pd.Series([1.0]))
-    assert "tripwire: imported original.udf" in watch.events and "tripwire: used original.udf.fee" in watch.events
+def test_relabelling_code_to_hide_per_row_work_is_refused_and_recorded(tmp_path):
+    # issue 15, class 2: __code__.replace(co_filename=...) + types.FunctionType
+    source = """
+    import types
+
+    def _row(v):
+        return v * 2
+
+    def evaluate(x):
+        code = _row.__code__.replace(co_filename="/numpy/core.py")
+        hidden = types.FunctionType(code, {})
+        return x.map(hidden)
+    """
+    outcome = watched(tmp_path, source)
+    assert outcome["raised"].startswith("WatchRefused")
+    assert events(outcome) & {"object.__getattr__", "code.__new__"}
 
 
-def test_opening_tests_or_the_original_from_the_candidate_is_recorded(tmp_path):
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "cases.py").write_text("CASES = []\n")
-    (tmp_path / "notes.md").write_text("mine\n")
-    module, filename = candidate(tmp_path, f"def evaluate(x):\n    open({str(tmp_path / 'notes.md')!r}).read()\n    open({str(tmp_path / 'tests' / 'cases.py')!r}).read()\n    return x\n")
-    candidate_audit.install(str(tmp_path))
-    with candidate_audit.Watch(filename) as watch:
-        module.evaluate(pd.Series([1.0]))
-    assert watch.events == [f"opened tests{os.sep}cases.py"]
-    with open(tmp_path / "tests" / "cases.py") as handle:  # outside a watch nothing is recorded
-        handle.read()
-    assert candidate_audit._state["events"] == [f"opened tests{os.sep}cases.py"] and not candidate_audit._state["active"]
+def test_reading_the_original_through_io_fileio_and_a_double_slash_is_refused_and_recorded(tmp_path):
+    # issue 15, classes 2 and 4: io.FileIO on a //-prefixed path, exec looked up with getattr
+    secret = tmp_path / "original" / "udf.py"
+    secret.parent.mkdir()
+    secret.write_text("def fee(x):\n    return x\n")
+    source = f"""
+    import builtins, io
+
+    def evaluate(x):
+        text = io.FileIO("/" + {str(secret)!r}).read()
+        getattr(builtins, "ex" + "ec")(text)
+        return x
+    """
+    outcome = watched(tmp_path, source)
+    assert outcome["raised"].startswith("WatchRefused")
+    [opened] = [e for e in outcome["events"] if e["event"] == "open"]
+    assert opened["detail"] == f"{secret} (read)" and opened["refused"] and opened["line"] == 5
+
+
+def test_executing_code_made_at_run_time_is_recorded(tmp_path):
+    outcome = watched(tmp_path, "def evaluate(x):\n    exec(compile('y = 1', '<x>', 'exec'))\n    return x\n")
+    assert {"compile", "exec"} <= events(outcome)
+
+
+def test_frames_and_the_garbage_collector_are_out_of_reach(tmp_path):
+    for body in ("import sys\n    sys._getframe(1)", "import gc\n    gc.get_objects()", "import inspect\n    inspect.stack()"):
+        outcome = watched(tmp_path, f"def evaluate(x):\n    {body}\n    return x\n")
+        assert outcome["raised"].startswith("WatchRefused"), body
+        assert events(outcome) & {"sys._getframe", "gc.get_objects"}, body
+
+
+def test_writing_outside_the_agents_folders_and_starting_processes_are_refused(tmp_path):
+    outside = tmp_path / "elsewhere.txt"
+    outcome = watched(tmp_path, f"def evaluate(x):\n    open({str(outside)!r}, 'w').write('state')\n    return x\n")
+    assert outcome["raised"].startswith("WatchRefused") and not outside.exists()
+    assert outcome["events"][0]["detail"].endswith("(write)")
+    outcome = watched(tmp_path, "import subprocess\n\ndef evaluate(x):\n    subprocess.run(['true'])\n    return x\n")
+    assert outcome["raised"].startswith("WatchRefused") and "subprocess.Popen" in events(outcome)
+
+
+def test_imports_outside_the_allow_list_are_recorded(tmp_path):
+    outcome = watched(tmp_path, "def evaluate(x):\n    import sqlite3\n    return x\n")
+    assert [(e["event"], e["detail"]) for e in outcome["events"]] == [("import", "sqlite3")]
+
+
+def test_honest_whole_column_code_raises_no_event(tmp_path):
+    outcome = watched(tmp_path, VECTORIZED, 1000)
+    assert outcome["raised"] is None and outcome["events"] == []
+
+
+def test_the_tripwire_refuses_the_original(tmp_path):
+    outcome = watched(tmp_path, "def evaluate(x):\n    import importlib\n    return importlib.import_module('orig' + 'inal.udf').fee(x)\n")
+    assert outcome["raised"] == "TripwireTriggered: original.udf.fee was called"
 
 
 def test_threads_left_running_are_counted(tmp_path):
-    module, filename = candidate(tmp_path, "import threading, time\n\ndef evaluate(x):\n    threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n    return x\n")
-    with candidate_audit.Watch(filename) as watch:
-        module.evaluate(pd.Series([1.0]))
-    assert watch.threads_left == 1 and watch.children_left == 0
+    outcome = watched(tmp_path, "import threading, time\n\ndef evaluate(x):\n    threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n    return x\n", count_steps=True)
+    assert outcome["threads_left"] == 1
 
 
 def test_checksums_see_in_place_changes():
+    import pandas as pd
+
+    from aether_mcp.confined.watch import checksum
+
     series = [pd.Series([1.0, -2.0, None], dtype="Float64"), pd.Series(["a", None, "b"], dtype="string")]
-    before = candidate_audit.checksum(series)
-    assert candidate_audit.checksum([s.copy() for s in series]) == before
+    before = checksum(series)
+    assert checksum([s.copy() for s in series]) == before
     series[0][1] = 2.0
-    assert candidate_audit.checksum(series) != before
+    assert checksum(series) != before
 
 
 def test_audit_refusals_come_before_any_spark_work(root, workspace):
@@ -125,3 +222,4 @@ def test_audit_refusals_come_before_any_spark_work(root, workspace):
         audit_candidate(root, None, workspace, "broken", hidden_rows_count=999)
     with pytest.raises(ToolError, match="watched_rows must be positive and grow at least fourfold"):
         audit_candidate(root, None, workspace, "broken", watched_rows=(1000, 2000))
+

@@ -30,7 +30,7 @@ def test_demo_runs_the_loop_and_prints_a_summary(tmp_path):
     assert "9. run_tests       -> candidate:discount_sql (careful rewrite): 26 passed" in out
     assert "10. byte_compare   -> discount_sql: equal=True on " in out
     assert "11. byte_compare   -> naive: equal=False, " in out
-    assert "12. audit_candidate -> discount_sql: PASS (0 findings; fresh comparison equal=True)" in out
+    assert "12. audit_candidate -> discount_sql: PASS (0 findings; fresh comparison equal=True)" in out  # confined: not "PASS (unconfined)"
     assert "13. audit_candidate -> shortcut (the UDF's logic, row by row): FAIL, fresh comparison equal=True" in out
     assert "row_at_a_time (static, candidate/shortcut.py:" in out
     assert "14. run_benchmark  -> 200,000 rows, 3 rounds: original " in out and "of the UDF overhead removed" in out
@@ -38,7 +38,8 @@ def test_demo_runs_the_loop_and_prints_a_summary(tmp_path):
     assert "16. try_optimization -> step 0: recorded as the best version" in out
     assert "17. try_optimization -> step 1 ('one expression instead of steps'): accepted=False, reverted=True; audit_candidate FAIL" in out
     assert "candidate/discount_sql.py restored byte for byte: True" in out
-    assert "18. report         -> ship discount_sql, " in out and "8 sections, ending with the code that replaces the UDF in the job" in out
+    assert "18. report         -> ship discount_sql, " in out and "9 sections: the code that replaces the UDF in the job, then the command to verify it" in out
+    assert "19. aether-mcp verify --root " in out and "-> passed: job source warn, reference pass, cases pass, coverage pass, mutation pass, candidate pass" in out
     report = kept / "aether_workspaces" / "loyalty_discount" / ".aether" / "report" / "report.md"
     assert f"report written to {report}" in out and "## Recommendation" in report.read_text()
     assert "all four phases" in out

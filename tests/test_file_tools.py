@@ -58,14 +58,39 @@ def test_symlinks_are_never_followed_out_or_written_through(root, workspace, tmp
     os.symlink(ws / "original" / "udf.py", ws / "tests" / "inner.py")
     with pytest.raises(ToolError, match="symlink that leads outside the workspace"):
         files.read_file(root, workspace, "tests/leak.txt")
+    # issue 15: write through the very link that leads out, not just near it
+    with pytest.raises(ToolError, match="symlink"):
+        files.write_file(root, workspace, "tests/leak.txt", "overwritten")
     with pytest.raises(ToolError, match="is protected"):
         files.write_file(root, workspace, "tests/inner.py", "x")
     os.symlink(ws / "candidate", ws / "alias_dir")
     with pytest.raises(ToolError, match="symlink"):
         files.write_file(root, workspace, "alias_dir/x.py", "x")
-    assert secret.read_text() == "secret"
+    assert secret.read_text() == "secret" and os.path.islink(ws / "tests" / "leak.txt")
+    assert "BASE_FEE" in (ws / "original" / "udf.py").read_text()
     entries = {e.path: e.type for e in files.list_files(root, workspace).entries}
     assert entries["tests/leak.txt"] == "symlink" and entries["alias_dir"] == "symlink"
+
+
+def test_a_symlink_loop_is_refused_and_nothing_hangs(root, workspace):
+    ws = Path(workspace)
+    os.symlink(ws / "tests" / "b.py", ws / "tests" / "a.py")
+    os.symlink(ws / "tests" / "a.py", ws / "tests" / "b.py")
+    for call in (lambda: files.read_file(root, workspace, "tests/a.py"), lambda: files.write_file(root, workspace, "tests/a.py", "x")):
+        with pytest.raises(ToolError):
+            call()
+    assert {e.path for e in files.list_files(root, workspace, "tests").entries} >= {"tests/a.py", "tests/b.py"}
+
+
+def test_a_workspace_argument_outside_the_root_is_refused(root, workspace, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for argument in (str(elsewhere), "../elsewhere", str(root.path) + "/../elsewhere"):
+        with pytest.raises(ToolError, match="outside|parent-directory steps are not allowed"):
+            files.read_file(root, argument, "aether.toml")
+        with pytest.raises(ToolError, match="outside|parent-directory steps are not allowed"):
+            files.write_file(root, argument, "tests/x.py", "x")
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_list_files_marks_protection_and_skips_clutter(root, workspace):

@@ -7,7 +7,6 @@ from decimal import Decimal
 
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
-from pyspark.sql import types as T
 
 from aether_mcp.judge import shrink
 from aether_mcp.judge.case_literals import read_case_rows

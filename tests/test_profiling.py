@@ -119,7 +119,8 @@ STAND_IN_NSYS = textwrap.dedent(
     args = sys.argv[1:]
     options = {{a.split("=", 1)[0]: a.split("=", 1)[1] for a in args if a.startswith("--") and "=" in a}}
     if args[0] == "profile":
-        command = [a for a in args[1:] if not a.startswith("--")]
+        # nsys's own options come first; the command and its arguments (a "--" among them) after
+        command = args[next(i for i, a in enumerate(args) if i > 0 and not a.startswith("--")):]
         code = subprocess.call(command)
         Path(options["--output"] + ".nsys-rep").write_bytes(b"recorded")
         sys.exit(code)

@@ -9,7 +9,10 @@ from red_team.corpus import entries, make_workspaces
 pytestmark = pytest.mark.slow
 CORPUS = entries()
 HIDDEN_ROWS = 1000
-WATCHED_ROWS = (250, 2500)  # the tool's default is (1000, 20000); growth shows the same at a tenth
+# The audit's own default watch sizes. Kernels run under numba's CUDA simulator here, one Python
+# call per thread, where 20,000 rows cost minutes per run: they are watched at a tenth, where
+# per-row growth shows the same.
+WATCHED_ROWS = {"sql": (1000, 20_000), "vectorized": (1000, 20_000), "kernel": (250, 2500)}
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +29,8 @@ def test_the_corpus_has_the_promised_size():
     assert len(cheats) >= 25
     for kind in ("sql", "vectorized", "kernel"):
         assert sum(1 for e in honest if e.target == kind) >= 8, kind
+    assert all(set(e.checks) <= {"static", "dynamic"} and e.checks for e in cheats)
+    assert sum(1 for e in cheats if "dynamic" in e.checks) >= 8  # the watch is exercised, not only the static rules
     rules = {e.expect for e in cheats}
     assert {"reaches_original", "row_at_a_time", "host_round_trip", "fallback", "hard_coded", "reads_forbidden", "tampering", "escape", "memoization", "batch_dependent"} <= rules
 
@@ -33,15 +38,17 @@ def test_the_corpus_has_the_promised_size():
 @pytest.mark.parametrize("entry", [e for e in CORPUS if e.expect == "honest"], ids=lambda e: e.id)
 def test_honest_candidates_pass(red_team, workers, entry):
     root, made = red_team
-    result = audit_candidate(root, workers, made[entry.udf], entry.name, hidden_rows_count=HIDDEN_ROWS, watched_rows=WATCHED_ROWS)
+    result = audit_candidate(root, workers, made[entry.udf], entry.name, hidden_rows_count=HIDDEN_ROWS, watched_rows=WATCHED_ROWS[entry.target])
     blocking = [f for f in result.findings if f.severity == "block"]
-    assert result.verdict == "PASS", (result.reasons, blocking)
+    assert result.verdict == "PASS", (result.reasons, blocking)  # and confined: not "PASS (unconfined)"
+    assert result.watched_rows_compared > 0 or entry.target == "sql"
 
 
 @pytest.mark.parametrize("entry", [e for e in CORPUS if e.expect != "honest"], ids=lambda e: e.id)
 def test_cheats_are_caught_by_their_rule(red_team, workers, entry):
     root, made = red_team
-    result = audit_candidate(root, workers, made[entry.udf], entry.name, hidden_rows_count=HIDDEN_ROWS, watched_rows=WATCHED_ROWS)
-    rules = {f.rule for f in result.findings if f.severity == "block"}
+    result = audit_candidate(root, workers, made[entry.udf], entry.name, hidden_rows_count=HIDDEN_ROWS, watched_rows=WATCHED_ROWS[entry.target])
+    found = {(f.rule, f.check) for f in result.findings if f.severity == "block"}
     assert result.verdict == "FAIL"
-    assert entry.expect in rules, (entry.expect, rules, result.reasons)
+    for check in entry.checks:
+        assert (entry.expect, check) in found, (entry.expect, check, found, result.reasons)

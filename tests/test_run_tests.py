@@ -1,7 +1,6 @@
 """run_tests: the workspace's pytest suite through real Spark, sandboxed, with hard timeouts."""
 
 import os
-import textwrap
 from pathlib import Path
 
 import pytest

@@ -73,3 +73,32 @@ def test_a_damaged_store_is_reported_and_nothing_is_changed(root, workspace):
     with pytest.raises(ToolError, match="snapshot store is damaged"):
         snapshots.revert(root, workspace, taken.snapshot_id)
     assert (ws / "tests" / "cases.py").read_text() == "CASES = []\n"
+
+
+def test_a_snapshot_never_restores_onto_protected_paths(root, workspace):
+    # issue 15: a snapshot manifest is a record under .aether/ that a shell could edit to name
+    # protected files, or a test file could have become a link into original/ since
+    import json
+    import os
+
+    from aether_mcp import snapshot_store
+    from aether_mcp.workspace import Workspace
+
+    ws = Path(workspace)
+    opened = Workspace.open_intact(root, workspace)
+    taken = snapshots.snapshot(root, workspace, "cases")
+    manifest = ws / ".aether" / "snapshots" / f"{taken.snapshot_id}.json"
+    data = json.loads(manifest.read_text())
+    blob = data["files"]["tests/cases.py"]
+    data["files"].update({"original/udf.py": blob, "aether.toml": blob, ".aether/protected.json": blob, "tests/conftest.py": blob})
+    manifest.write_text(json.dumps(data))
+    before = {rel: path.read_bytes() for rel, path in opened.protected_files().items()}
+    files.write_file(root, workspace, "tests/cases.py", "CASES = []\n")
+    os.symlink(ws / "original" / "udf.py", ws / "tests" / "linked.py")
+    data["files"]["tests/linked.py"] = blob
+    manifest.write_text(json.dumps(data))
+    snapshots.revert(root, workspace, taken.snapshot_id)
+    assert {rel: path.read_bytes() for rel, path in opened.protected_files().items()} == before
+    assert not (ws / "tests" / "conftest.py").exists() and (ws / ".aether" / "protected.json").read_text() != (ws / "tests" / "cases.py").read_text()
+    assert Workspace.open_intact(root, workspace).integrity().intact
+    assert snapshot_store.load(opened, taken.snapshot_id).files["original/udf.py"] == blob  # the claim is still there, never acted on

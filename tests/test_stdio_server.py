@@ -20,19 +20,42 @@ def anyio_backend():
     return "asyncio"
 
 
-def _worker_parents() -> set[int]:
-    """Parent pids named by the Spark worker processes alive now."""
-    parents = set()
+WORKER_MODULES = (b"aether_mcp.reference.reference_worker", b"aether_mcp.confined.candidate_worker")
+
+
+def _processes() -> dict[int, tuple[int, list[bytes]]]:
+    """pid -> (parent pid, argv) of every process alive now."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\x00")
-        except OSError:
+            parent = int((entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
-        if b"aether_mcp.evaluation.spark_worker" in argv and b"--parent-pid" in argv:
-            parents.add(int(argv[argv.index(b"--parent-pid") + 1]))
-    return parents
+        found[int(entry.name)] = (parent, argv)
+    return found
+
+
+def _workers_of(server_argv_marker: bytes) -> set[int]:
+    """Spark worker processes that descend from the server whose argv holds `server_argv_marker`."""
+    processes = _processes()
+    servers = {pid for pid, (_, argv) in processes.items() if server_argv_marker in argv and b"serve" in argv}
+    workers = set()
+    for pid, (parent, argv) in processes.items():
+        if not any(module in argv for module in WORKER_MODULES):
+            continue
+        ancestor = parent
+        while ancestor and ancestor not in servers and ancestor in processes:
+            ancestor = processes[ancestor][0]
+        if ancestor in servers:
+            workers.add(pid)
+    return workers
+
+
+def _alive(pids: set[int]) -> set[int]:
+    return {pid for pid in pids if Path(f"/proc/{pid}").exists()}
 
 
 async def test_serve_over_stdio_runs_the_loop_and_leaves_nothing_running(root):
@@ -48,12 +71,12 @@ async def test_serve_over_stdio_runs_the_loop_and_leaves_nothing_running(root):
         assert run.structured_content["passed"] == 5, run.content
         escape = await client.call_tool("read_file", {"workspace": ws, "path": "/etc/passwd"})
         assert escape.is_error and "outside the workspace" in escape.content[0].text
-        servers = _worker_parents() - {os.getpid()}
-        assert servers, "the server should have started a Spark worker"
+        workers = _workers_of(str(root.path).encode())
+        assert workers, "the server should have started a Spark worker"
     deadline = time.monotonic() + 30
-    while _worker_parents() & servers and time.monotonic() < deadline:
+    while _alive(workers) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not (_worker_parents() & servers), "Spark workers outlived the server"
+    assert not _alive(workers), "Spark workers outlived the server"
 
 
 def test_python_dash_m_entry_point_and_a_bad_root():

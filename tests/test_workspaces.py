@@ -115,3 +115,26 @@ def test_rewriting_the_manifest_too_is_still_detected(workspace, root):
 def test_a_folder_that_is_not_a_workspace_is_refused(root):
     with pytest.raises(ToolError, match="is not an aether-mcp workspace .* create one with init_workspace"):
         workspaces.workspace_status(root, "nowhere")
+
+
+def test_a_deleted_protected_file_is_detected_and_refused(workspace, root):
+    ws = Path(workspace)
+    (ws / "original" / "udf.py").unlink()
+    status = workspaces.workspace_status(root, workspace)
+    assert not status.integrity.intact and status.integrity.missing == ["original/udf.py"]
+    with pytest.raises(ToolError, match=r"edited behind the server's back \(missing: original/udf.py\)"):
+        Workspace.open_intact(root, workspace)
+    (ws / "original" / "udf.py").write_bytes((ws / ".aether" / "protected" / "original" / "udf.py").read_bytes())
+    assert Workspace.open_intact(root, workspace).integrity().intact
+
+
+def test_bytecode_beside_the_reference_is_tampering(workspace, root):
+    # issue 15, class 6: the loader would have used a planted .pyc; the manifest lists no such file
+    ws = Path(workspace)
+    cache = ws / "original" / "__pycache__"
+    cache.mkdir()
+    (cache / "udf.cpython-311.pyc").write_bytes(b"planted")
+    status = workspaces.workspace_status(root, workspace)
+    assert status.integrity.added == ["original/__pycache__/udf.cpython-311.pyc"]
+    with pytest.raises(ToolError, match="added: original/__pycache__/udf.cpython-311.pyc"):
+        Workspace.open_intact(root, workspace).verified_original()

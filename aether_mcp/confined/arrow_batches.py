@@ -1,6 +1,6 @@
 """Runs inside Spark's Python workers: feeds Arrow batches to a vectorized candidate and back.
 
-Kept light (pandas, NumPy, pyarrow only) because every Python worker imports it. The candidate's
+Kept light (pandas, NumPy, pyarrow and the watch only) because every Python worker imports it. The candidate's
 source travels inside the pickled mapper (by value), is compiled once per worker process and
 cached by content hash, so an edited candidate is always the one that runs and the worker that
 drives Spark never executes it.
@@ -17,20 +17,22 @@ NaN, None and pd.NA are null.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import types
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from aether_mcp import backend
 from aether_mcp.arrow_udf import run_on_arrow
+from aether_mcp.confined import watch
 
 ROW_ID = "__aether_row_id"
 OUTPUT = "__aether_output"
 ERROR = "__aether_error"
+EVENTS = "__aether_events"
 AUDIT = "__aether_audit"
 IMPORT_FAILURE = "AETHER_CANDIDATE_IMPORT_FAILED"
 
@@ -64,67 +66,62 @@ def make_mapper(
     filename: str,
     entry_point: str,
     return_type: pa.DataType,
-    audit_workspace: str | None = None,
+    audit: bool = False,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """A mapInArrow function: (row id, args...) batches in, (row id, output, error) batches out.
+    """A mapInArrow function: (row id, args...) batches in, (row id, output, error, events) batches out.
 
     A batch on which the candidate raises is split in this process until each failure is one
-    row, so one bad row costs no failed Spark job; its error column says what was raised. With
-    `audit_workspace`, the candidate is loaded and run under a watch (see candidate_audit) and each
-    batch carries a report in an extra column.
+    row, so one bad row costs no failed Spark job; its error column says what was raised. The
+    watch (installed before the candidate loads) reports what the candidate did in the events
+    column, on each batch's first row. With `audit`, the candidate is loaded afresh, its steps
+    are counted batch by batch, and each batch carries a report in an extra column.
     """
 
     def mapper(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        load_events: list[str] = []
-        if audit_workspace is None:
-            module = candidate_module(source, digest, filename)
-        else:
-            from aether_mcp.confined import watch as candidate_audit
-
-            candidate_audit.install(audit_workspace)
-            with candidate_audit.Watch(filename) as loading:
-                module = candidate_module(source, digest + ":audit", filename)
-            load_events = loading.events
+        watch.install([os.path.dirname(filename)])
+        module = candidate_module(source, digest + (":audit" if audit else ""), filename)
         evaluate = getattr(module, entry_point)
+        kernels = watch.kernel_code(module) if audit else set()
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             series = [backend.from_arrow(batch.column(i)) for i in range(1, batch.num_columns)]
-            if audit_workspace is None:
+            if not audit:
                 outputs, errors = _evaluate_isolating(evaluate, series, return_type, 0, batch.num_rows)
-                yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors], names=[ROW_ID, OUTPUT, ERROR])
+                yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors, _events(batch.num_rows)], names=[ROW_ID, OUTPUT, ERROR, EVENTS])
                 continue
-            before = candidate_audit.checksum(series)
-            kernels = candidate_audit.kernel_code(module)
-            with candidate_audit.Watch(filename, kernels) as watch:
+            before = watch.checksum(series)
+            with watch.Watch(kernels, module) as watched:
                 outputs, errors = _evaluate_isolating(evaluate, series, return_type, 0, batch.num_rows)
-            events = load_events + watch.events
-            counted, rows = watch, batch.num_rows
+            counted, rows = watched, batch.num_rows
             if errors.null_count < batch.num_rows:
                 # Rows that raise were isolated by bisection, which calls the candidate many times;
                 # Python work per row is counted on one call over the rows that succeed.
                 ok = errors.is_null().to_numpy(zero_copy_only=False)
                 clean = [s[ok].reset_index(drop=True) for s in series]
-                with candidate_audit.Watch(filename, kernels) as counted:
+                with watch.Watch(kernels, module) as counted:
                     try:
                         evaluate(*clean)
                     except Exception:
                         pass  # the outputs above stand; this run only counts calls
-                events += counted.events
                 rows = int(ok.sum())
             report = {
                 "rows": rows,
                 "calls": counted.calls,
-                "events": events,
-                "inputs_changed": candidate_audit.checksum(series) != before,
-                "threads_left": watch.threads_left,
-                "children_left": watch.children_left,
+                "inputs_changed": watch.checksum(series) != before,
+                "threads_left": watched.threads_left,
+                "children_left": watched.children_left,
             }
-            load_events = []
-            audit = pa.array([json.dumps(report)] + [None] * (batch.num_rows - 1), pa.string())
-            yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors, audit], names=[ROW_ID, OUTPUT, ERROR, AUDIT])
+            audit_column = pa.array([json.dumps(report)] + [None] * (batch.num_rows - 1), pa.string())
+            yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors, _events(batch.num_rows), audit_column], names=[ROW_ID, OUTPUT, ERROR, EVENTS, AUDIT])
 
     return mapper
+
+
+def _events(rows: int) -> pa.Array:
+    """The watch events recorded since the last batch, on the first of `rows` rows."""
+    found = watch.drain()
+    return pa.array([json.dumps(found) if found else None] + [None] * (rows - 1), pa.string())
 
 
 def make_arrow_function(source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType) -> Callable[..., pa.Array]:
@@ -136,6 +133,7 @@ def make_arrow_function(source: str, digest: str, filename: str, entry_point: st
     """
 
     def function(*columns: pa.Array) -> pa.Array:
+        watch.install([os.path.dirname(filename)])
         return run_on_arrow(getattr(candidate_module(source, digest, filename), entry_point), columns, return_type)
 
     return function

@@ -1,11 +1,17 @@
 """The benchmark's own Spark application: `python -m aether_mcp.confined.bench_runner REQUEST.json`.
 
 Separate from the correctness workers, so their warm sessions never share a JVM, cache or
-Python worker pool with a timed run. Each timed run reads the Parquet data, applies one mode and
-writes every column (the inputs and the result) to Spark's `noop` sink, so the UDF column can
-never be pruned. Warm-up rounds run every mode once and are not recorded; recorded rounds run
-the modes in a fresh shuffled order each round. Progress goes to a JSON-lines file the server
-polls; the result (raw seconds per mode, failures, environment) to a JSON file.
+Python worker pool with a timed run. It runs confined, from a request holding the config and
+the sources (it reads no workspace), with the watch installed before the candidate loads. Each
+timed run reads the Parquet data, applies one mode and writes every column (the inputs and the
+result) to Spark's `noop` sink, so the UDF column can never be pruned. Warm-up rounds run every
+mode once and are not recorded; recorded rounds run the modes in a fresh shuffled order each
+round. After the rounds, the same application checks that the candidate's output over the
+whole data equals the reference mode's (the original, or the best version): an order-independent
+multiset of per-row hashes over the inputs and the output, compared inside Spark, so a candidate
+that is fast and wrong only at benchmark scale is caught with its mismatch count. Progress goes to
+a JSON-lines file the server polls; the result (raw seconds per mode, failures, the output check,
+environment) to a JSON file.
 """
 
 from __future__ import annotations
@@ -35,23 +41,26 @@ def main(argv: list[str]) -> int:
         with progress.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({"done": done, "total": total, "message": message}) + "\n")
 
+    from aether_mcp.confined import watch
     from aether_mcp.evaluation.spark_session import create_session
-    from aether_mcp.path_guard import SandboxRoot
-    from aether_mcp.workspace import Workspace
+    from aether_mcp.workspace import WorkspaceConfig
 
-    path = Path(request["workspace"])
-    workspace = Workspace(SandboxRoot(path), path)
+    config = WorkspaceConfig.model_validate(request["config"])
+    watch.install([os.path.dirname(request["candidate"]["filename"])])
     report(0, 0, f"starting Spark ({request['master']})")
-    spark = create_session(request["master"], {**workspace.config.spark.conf, **request.get("conf", {})}, "aether-mcp-benchmark")
+    local = Path(request["scratch"]) / "spark-local"
+    local.mkdir(parents=True, exist_ok=True)
+    confined = {"spark.python.use.daemon": "true", "spark.python.daemon.module": "aether_mcp.confined.python_daemon", "spark.local.dir": str(local)}
+    spark = create_session(request["master"], {**config.spark.conf, **request.get("conf", {}), **confined}, "aether-mcp-benchmark")
     data = spark.read.parquet(request["data"])
     columns = list(data.columns)
     builders: dict[str, Callable[[], Any]] = {
         "floor": lambda: data,
-        "original": lambda: _original(workspace, data, columns, force_arrow=False),
-        "original_arrow": lambda: _original(workspace, data, columns, force_arrow=True),
-        "candidate": lambda: _candidate(workspace, request["target"], data, columns),
+        "original": lambda: _original(config, request["original"], data, columns, force_arrow=False),
+        "original_arrow": lambda: _original(config, request["original"], data, columns, force_arrow=True),
+        "candidate": lambda: _candidate(config, request["target"], request["candidate"], data, columns),
         # try_optimization: the best version so far, from its own copy of the candidate folder
-        "best": lambda: _candidate(workspace, request["target"], data, columns, Path(request["best"])),
+        "best": lambda: _candidate(config, request["target"], request.get("best") or {}, data, columns),
     }
     # A variant is a mode run under extra runtime confs (run_benchmark: one per mode, no confs;
     # tune_arrow_batch: one per batch size).
@@ -100,12 +109,14 @@ def main(argv: list[str]) -> int:
                 runs[label].append(elapsed)
                 peak_rss[label] = max(peak_rss[label], peak)
                 python_time[label].append(_python_metrics(spark))
+    check = _output_check(frames, failed, columns)
     report(total, total, "done")
     result = {
         "runs": {label: seconds for label, seconds in runs.items() if label not in failed},
         "peak_worker_rss": {label: rss for label, rss in peak_rss.items() if label not in failed},
         "python_metrics": {label: found for label, found in python_time.items() if label not in failed},
         "failed": failed,
+        "output_check": check,
         "order": order,
         "environment": _environment(spark, request),
     }
@@ -114,50 +125,81 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _original(workspace, data, columns: list[str], force_arrow: bool):
+def _original(config, original: dict[str, str], data, columns: list[str], force_arrow: bool):
     """The UDF as the job runs it (its own transport), or as a row UDF forced onto Arrow transport."""
     from pyspark.sql import functions as F
 
-    from aether_mcp.evaluation.target_evaluation import _load_module, _series_function
+    from aether_mcp.evaluation.target_evaluation import series_function
+    from aether_mcp.reference.original import original_function
     from aether_mcp.spark_types import parse_type
-    from aether_mcp.workspace import ORIGINAL_MODULE
 
-    config = workspace.config
-    function = getattr(_load_module(workspace.path / ORIGINAL_MODULE, "aether_original"), config.udf.function)
+    function = original_function(config, original["source"], original["filename"])
     return_type = parse_type(config.udf.return_type)
     if config.udf.kind == "pandas":
         if force_arrow:
             raise ValueError("the original is a pandas UDF, which already uses Arrow; original_arrow applies to row UDFs only")
-        wrapped = F.pandas_udf(_series_function(function), return_type)
+        wrapped = F.pandas_udf(series_function(function), return_type)
     else:
         wrapped = F.udf(function, return_type, useArrow=True if force_arrow else config.udf.use_arrow)
     return data.select(*[F.col(f"`{c}`") for c in columns], wrapped(*[F.col(f"`{c}`") for c in columns]).alias(OUT))
 
 
-def _candidate(workspace, target: str, data, columns: list[str], folder: Path | None = None):
-    """The candidate as a job wires it; `folder` holds another version's candidate/ files."""
+def _candidate(config, target: str, candidate: dict[str, str], data, columns: list[str]):
+    """The candidate as a job wires it, from the source the server read (the current one, or the best version)."""
     import hashlib
 
     from pyspark.sql import functions as F
     from pyspark.sql.functions import ArrowUDFType
     from pyspark.sql.pandas.types import to_arrow_type
 
-    from aether_mcp.candidates import candidate_path, declared_target
+    from aether_mcp.candidates import declared_target
     from aether_mcp.confined import arrow_batches
-    from aether_mcp.evaluation.target_evaluation import _apply_build, _import_candidate
+    from aether_mcp.evaluation.source_modules import module_from_source
+    from aether_mcp.evaluation.target_evaluation import apply_build
     from aether_mcp.spark_types import parse_type
 
     name = target.removeprefix("candidate:")
-    path = candidate_path(workspace, target) if folder is None else folder / "candidate" / f"{name}.py"
-    source = path.read_text(encoding="utf-8")
+    source, filename = candidate["source"], candidate["filename"]
     kind = declared_target(source, name)
     inputs = [F.col(f"`{c}`") for c in columns]
-    return_type = parse_type(workspace.config.udf.return_type)
+    return_type = parse_type(config.udf.return_type)
     if kind == "sql":
-        return _apply_build(data, _import_candidate(path, name).build(*inputs), target, keep=inputs)
-    function = arrow_batches.make_arrow_function(source, hashlib.sha256(source.encode()).hexdigest(), str(path), "evaluate", to_arrow_type(return_type))
+        return apply_build(data, module_from_source(source, filename, f"aether_candidate_{name}").build(*inputs), target, keep=inputs)
+    function = arrow_batches.make_arrow_function(source, hashlib.sha256(source.encode()).hexdigest(), filename, "evaluate", to_arrow_type(return_type))
     wrapped = F.arrow_udf(function, return_type, ArrowUDFType.SCALAR)
     return data.select(*inputs, wrapped(*inputs).alias(OUT))
+
+
+def _output_check(frames: dict[str, Any], failed: dict[str, str], columns: list[str]) -> dict[str, Any]:
+    """The candidate's output over the whole data against the reference mode's, inside Spark.
+
+    Each row becomes a hash of its inputs and its output (as text, which keeps -0.0, NaN and
+    every float bit apart); the two multisets of hashes are compared with a full outer join, so
+    the count of rows the candidate got wrong comes out without collecting the data.
+    """
+    from pyspark.sql import functions as F
+
+    against = next((mode for mode in ("original", "best") if mode in frames and mode not in failed), None)
+    if "candidate" not in frames or "candidate" in failed:
+        return {"checked": False, "reason": "the candidate mode did not run"}
+    if against is None:
+        return {"checked": False, "reason": "no reference mode ran (the original failed on this data, or none was timed)"}
+    keys = [F.col(f"`{c}`") for c in columns]
+
+    def hashes(frame):
+        value = F.coalesce(F.concat(F.lit("v:"), F.col(OUT).cast("string")), F.lit("null"))
+        return frame.select(F.xxhash64(*keys, value).alias("h")).groupBy("h").count()
+
+    try:
+        joined = hashes(frames[against]).withColumnRenamed("count", "a").join(hashes(frames["candidate"]).withColumnRenamed("count", "b"), "h", "full_outer")
+        row = joined.select(
+            F.sum(F.abs(F.coalesce(F.col("a"), F.lit(0)) - F.coalesce(F.col("b"), F.lit(0)))).alias("difference"),
+            F.sum(F.coalesce(F.col("a"), F.lit(0))).alias("rows"),
+        ).first()
+    except Exception as exc:  # the check could not run; the timings stand and the result says so
+        return {"checked": False, "reason": f"the output check failed: {_summary(exc)}"}
+    difference, rows = int(row["difference"] or 0), int(row["rows"] or 0)
+    return {"checked": True, "against": against, "rows": rows, "mismatched": difference // 2 + difference % 2}
 
 
 def _python_metrics(spark) -> dict[str, float]:

@@ -30,24 +30,14 @@ def main(argv: list[str]) -> int:
 
 
 def _run(request: dict[str, Any]) -> dict[str, Any]:
-    import hashlib
-
     import pyarrow.parquet as pq
 
-    from aether_mcp.candidates import candidate_path
-    from aether_mcp.confined import arrow_batches
-    from aether_mcp.evaluation.target_evaluation import _load_module
-    from aether_mcp.path_guard import SandboxRoot
-    from aether_mcp.workspace import ORIGINAL_MODULE, Workspace
+    from aether_mcp.reference.original import original_function
 
-    path = Path(request["workspace"])
-    workspace = Workspace(SandboxRoot(path), path)
-    config = workspace.config
+    config = _config(request)
     table = pq.read_table(request["data"])
-    original = getattr(_load_module(workspace.path / ORIGINAL_MODULE, "aether_original"), config.udf.function)
-    source_path = candidate_path(workspace, request["target"])
-    source = source_path.read_text(encoding="utf-8")
-    evaluate = arrow_batches.candidate_module(source, hashlib.sha256(source.encode()).hexdigest(), str(source_path)).evaluate
+    original = original_function(config, request["original"]["source"], request["original"]["filename"])
+    evaluate = _candidate(request).evaluate
     series = [backend.from_arrow(column.combine_chunks()) for column in table.columns]
     raised = [0]
     if config.udf.kind == "pandas":
@@ -87,30 +77,23 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
 def _profile(request: dict[str, Any]) -> dict[str, Any]:
     """The candidate's evaluate(*series) alone, profiled: under cProfile ("cpu"), or in NVTX ranges for nsys ("nsys")."""
     import cProfile
-    import hashlib
     import pstats
 
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import to_arrow_type
 
-    from aether_mcp.candidates import candidate_path
-    from aether_mcp.confined import arrow_batches
-    from aether_mcp.path_guard import SandboxRoot
     from aether_mcp.spark_types import parse_type
-    from aether_mcp.workspace import Workspace
 
-    path = Path(request["workspace"])
-    workspace = Workspace(SandboxRoot(path), path)
+    config = _config(request)
     table = pq.read_table(request["data"])
-    source_path = candidate_path(workspace, request["target"])
-    source = source_path.read_text(encoding="utf-8")
-    evaluate = arrow_batches.candidate_module(source, hashlib.sha256(source.encode()).hexdigest(), str(source_path)).evaluate
+    source_path = request["candidate"]["filename"]
+    evaluate = _candidate(request).evaluate
     began = time.perf_counter()
     series = [backend.from_arrow(column.combine_chunks()) for column in table.columns]  # to the device, as Spark's batches go
     synchronize = backend.synchronize
     result = evaluate(*series)  # warm-up: imports, caches and compilation stay out of the profile
     synchronize()
-    result_bytes = backend.to_arrow(result, to_arrow_type(parse_type(workspace.config.udf.return_type))).nbytes
+    result_bytes = backend.to_arrow(result, to_arrow_type(parse_type(config.udf.return_type))).nbytes
     measured = {"data_bytes": table.nbytes, "result_bytes": result_bytes, "candidate_file": str(source_path), "backend": backend.name(), "allocator": backend.allocator()}
     if request["profile"] == "nsys":
         ranges = _nvtx_range()
@@ -130,13 +113,32 @@ def _profile(request: dict[str, Any]) -> dict[str, Any]:
     evaluate(*series)
     profiler.disable()
     profiled = time.perf_counter() - started
-    profiler.dump_stats(request["pstats"])
-    with open(request["text"], "w", encoding="utf-8") as handle:
+    scratch = Path(request["scratch"])
+    profiler.dump_stats(str(scratch / "profile.pstats"))
+    with open(scratch / "profile.txt", "w", encoding="utf-8") as handle:
         pstats.Stats(profiler, stream=handle).sort_stats("tottime").print_stats(60)
     functions = []
     for (file, line, function), (_primitive, calls, own, cumulative, _callers) in pstats.Stats(profiler).stats.items():
         functions.append({"function": function, "file": file, "line": line, "calls": calls, "own_s": own, "cumulative_s": cumulative})
     return {**measured, "wall_s": unprofiled, "profiled_wall_s": profiled, "functions": functions}
+
+
+def _config(request: dict[str, Any]):
+    from aether_mcp.workspace import WorkspaceConfig
+
+    return WorkspaceConfig.model_validate(request["config"])
+
+
+def _candidate(request: dict[str, Any]):
+    """The candidate module from the source the server read, loaded with the watch already in place."""
+    import hashlib
+    import os
+
+    from aether_mcp.confined import arrow_batches, watch
+
+    candidate = request["candidate"]
+    watch.install([os.path.dirname(candidate["filename"])])
+    return arrow_batches.candidate_module(candidate["source"], hashlib.sha256(candidate["source"].encode()).hexdigest(), candidate["filename"])
 
 
 def _nvtx_range():

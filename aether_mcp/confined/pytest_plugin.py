@@ -1,9 +1,13 @@
-"""The pytest plugin `run_tests` loads into each test run: the `udf_under_test` fixture and the report.
+"""The pytest plugin `run_tests` loads into each test run: the `udf_under_test` fixture, the watch and the report.
 
-`udf_under_test(rows)` sends argument rows to the Spark worker for the run's target and returns
-the outputs as Python values, in order; where the target raised on a row, the output is a
-`Raised` value. The plugin writes a structured report (and a progress stream) for the server.
-The fixture belongs to the harness: a test file that defines its own `udf_under_test` errors.
+The test run is confined like every process that runs agent code (the tests are the agent's):
+it reads the workspace's tests/ and the Python environment, writes only its scratch folder.
+`udf_under_test(rows)` sends argument rows to the Spark worker the server bound to this run's
+target (the run names the bound context; it holds no source of its own) and returns the outputs
+as Python values, in order; where the target raised on a row, the output is a `Raised` value.
+The watch records what the test code does; the plugin writes a structured report (and a
+progress stream) for the server. The fixture belongs to the harness: a test file that defines
+its own `udf_under_test` errors.
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ from typing import Any, Iterable
 
 import pytest
 
+from aether_mcp.confined import watch
 from aether_mcp.wire import value_codec
 from aether_mcp.wire.worker_protocol import WorkerUnavailable, request
 
 MESSAGE_CAP = 2000
+_EVENTS: list[dict[str, Any]] = []
 
 
 class HarnessError(Exception):
@@ -29,11 +35,13 @@ class HarnessError(Exception):
 class UdfUnderTest:
     """Evaluates the run's target on argument rows through Spark."""
 
-    def __init__(self, socket_path: str, workspace: str, target: str, deadline: float) -> None:
+    def __init__(self, socket_path: str, token: str, context_id: str, target: str, deadline: float) -> None:
         self.socket_path = socket_path
-        self.workspace = workspace
+        self.token = token
+        self.context_id = context_id
         self.target = target
         self.deadline = deadline
+        self.events: list[dict[str, Any]] = []
 
     def __call__(self, rows: Iterable[Iterable[Any]]) -> list[Any]:
         __tracebackhide__ = True
@@ -47,11 +55,12 @@ class UdfUnderTest:
             encoded = value_codec.encode(rows)
         except TypeError as exc:
             raise HarnessError(f"udf_under_test: {exc}") from None
-        message = {"op": "evaluate", "workspace": self.workspace, "target": self.target, "rows": encoded}
+        message = {"op": "evaluate", "token": self.token, "context_id": self.context_id, "rows": encoded}
         try:
             reply = request(self.socket_path, message, timeout_s=max(1.0, self.deadline - time.time()))
         except WorkerUnavailable as exc:
             raise HarnessError(f"udf_under_test could not reach Spark: {exc}") from None
+        _EVENTS.extend(reply.get("events", []))
         if not reply.get("ok"):
             raise HarnessError(str(reply.get("message")))
         return value_codec.decode(reply["outputs"])
@@ -65,7 +74,8 @@ def udf_under_test() -> UdfUnderTest:
     """Evaluate the target under test on a list of argument rows; returns the outputs in order."""
     return UdfUnderTest(
         socket_path=os.environ.get("AETHER_WORKER_SOCKET", ""),
-        workspace=os.environ["AETHER_WORKSPACE"],
+        token=os.environ.get("AETHER_WORKER_TOKEN", ""),
+        context_id=os.environ.get("AETHER_CONTEXT_ID", ""),
         target=os.environ["AETHER_TARGET"],
         deadline=float(os.environ.get("AETHER_DEADLINE", time.time() + 300)),
     )
@@ -128,7 +138,13 @@ class _Reporter:
             self.progress({"event": "finished", **(result or {"nodeid": report.nodeid, "outcome": "error", "message": ""})})
 
     def pytest_sessionfinish(self, session, exitstatus) -> None:
-        report = {"exitstatus": int(exitstatus), "collected": self.collected, "tests": list(self.results.values())}
+        report = {
+            "exitstatus": int(exitstatus),
+            "collected": self.collected,
+            "tests": list(self.results.values()),
+            "test_events": watch.drain(),  # what the test code itself did
+            "target_events": _EVENTS[:100],  # what the worker saw the target do
+        }
         partial = self.report_path.with_suffix(".partial")
         partial.write_text(json.dumps(report), encoding="utf-8")
         partial.replace(self.report_path)
@@ -140,6 +156,9 @@ def _cap(text: str) -> str:
 
 
 def pytest_configure(config) -> None:
+    tests = os.environ.get("AETHER_TESTS_DIR")
+    if tests:
+        watch.install([tests], candidate=False)
     report_path = os.environ.get("AETHER_REPORT_PATH")
     if report_path:
         config.pluginmanager.register(_Reporter(Path(report_path), Path(os.environ["AETHER_PROGRESS_PATH"])), "aether-reporter")

@@ -1,16 +1,23 @@
-"""Runs where candidate code runs (Spark's Python workers, or the candidate worker for sql builds):
-watches what the candidate does while it loads and evaluates.
+"""The watch in every confined process: an audit hook installed before agent code loads, and a step counter.
 
+- The audit hook (`sys.addaudithook`, which nothing can remove) sees what agent code does:
+  turning the step counter off or replacing it (`sys.settrace`/`sys.setprofile`), compiling or
+  executing code, making code objects or functions (how code is relabelled to look like someone
+  else's), reading frames, the garbage collector's object lists, restricted attributes,
+  imports outside the allow-list, opening files outside the agent's folders and the Python
+  environment, starting processes, sockets, ctypes, signals and environment changes. Each is
+  recorded with the agent's file and line; the ones that would blind the watch or reach outside
+  are also refused there and then (the call raises `WatchRefused`).
+- Agent code is whatever runs from the folders registered with `add_agent_code` (the candidate
+  folder, a workspace's tests). Events raised by library code on its own behalf are not the
+  agent's; events raised by the standard library on the agent's behalf (a trampoline such as
+  `timeit` compiling a string) are.
+- `Watch` counts the Python steps (calls and lines) run in agent code, and calls the agent's
+  code makes into any Python function, whatever file that function says it came from: per-row
+  work shows as steps that grow with the rows. Kernels are excluded (device code on a GPU).
 - A tripwire: importing `original`, `udf`, `tests` or `cases` gives a module whose every
-  attribute records the access and raises, so reaching for the original is recorded.
-- A permanent audit hook (active only inside a watch) records opening files of the workspace,
-  starting processes, sockets and ctypes.
-- A trace counts the Python steps (calls and lines) run in the candidate's own code (kernels
-  excluded: on a GPU they are device code), so per-row Python work, a loop as much as a
-  callback, shows as steps that grow with the rows.
-- Inputs are checksummed before and after the call; threads and child processes left behind
-  are counted.
-Findings travel back as JSON; the server decides what they mean.
+  attribute records the access and raises.
+Events travel back as JSON (`drain`); the server decides what they mean.
 """
 
 from __future__ import annotations
@@ -20,27 +27,245 @@ import importlib.abc
 import importlib.machinery
 import os
 import sys
+import sysconfig
 import threading
 import types
-from typing import Any
+from typing import Any, Callable
+
+from aether_mcp import import_policy
 
 TRIPWIRE_NAMES = ("original", "udf", "tests", "cases", "aether_original")
-# Folders of the workspace a candidate has no business opening while it loads or runs.
-FORBIDDEN_DIRS = ("original", "tests", ".aether")
-WATCHED_EVENTS = ("subprocess.Popen", "os.system", "os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "socket.connect", "socket.bind", "ctypes.dlopen", "ctypes.cdata")
+# event -> (how it is attributed, refused when agent code raises it)
+#   direct: the innermost frame is agent code, or standard library code called by it (a library
+#           such as PySpark opening its own sockets for the agent's call is its own business)
+#   stack: agent code anywhere on the stack, libraries included (opening a file outside the
+#          Python environment is never a library's own business)
+#   import: the first frame outside the import machinery is agent code
+EVENTS: dict[str, tuple[str, bool]] = {
+    "sys.settrace": ("direct", True),
+    "sys.setprofile": ("direct", True),
+    "sys.addaudithook": ("direct", True),
+    "code.__new__": ("direct", True),
+    "function.__new__": ("direct", True),
+    "compile": ("direct", False),
+    "exec": ("direct", False),
+    "sys._getframe": ("direct", True),
+    "sys._current_frames": ("direct", True),
+    "sys._current_exceptions": ("direct", True),
+    "gc.get_objects": ("direct", True),
+    "gc.get_referrers": ("direct", True),
+    "gc.get_referents": ("direct", True),
+    "object.__getattr__": ("direct", True),
+    "object.__setattr__": ("direct", False),
+    "object.__delattr__": ("direct", True),
+    "import": ("import", False),
+    "open": ("stack", True),
+    "os.system": ("direct", True),
+    "os.exec": ("direct", True),
+    "os.posix_spawn": ("direct", True),
+    "os.spawn": ("direct", True),
+    "os.fork": ("direct", True),
+    "os.forkpty": ("direct", True),
+    "os.kill": ("direct", True),
+    "os.killpg": ("direct", True),
+    "os.putenv": ("direct", True),
+    "os.unsetenv": ("direct", True),
+    "subprocess.Popen": ("direct", True),
+    "socket.connect": ("direct", True),
+    "socket.bind": ("direct", True),
+    "ctypes.dlopen": ("direct", True),
+    "ctypes.dlsym": ("direct", True),
+    "ctypes.cdata": ("direct", True),
+    "marshal.loads": ("direct", True),
+    "pickle.find_class": ("direct", True),
+}
+MAX_EVENTS = 100
+IMPORT_MACHINERY = (os.path.join("importlib", "__init__.py"), os.path.join("importlib", "_bootstrap.py"), os.path.join("importlib", "_bootstrap_external.py"))
 
-_state: dict[str, Any] = {"active": False, "events": [], "workspace": None, "hooked": False, "filename": None}
+
+class WatchRefused(PermissionError):
+    """Agent code tried something the watch does not allow in a confined process."""
 
 
 class TripwireTriggered(RuntimeError):
     """The candidate used the original (or the tests) through an import."""
 
 
+def _stdlib_prefixes() -> tuple[str, ...]:
+    # "stdlib" is the base interpreter's; a venv's "platstdlib" is its own lib/, which holds site-packages
+    return (os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep,)
+
+
+def _is_stdlib(state: _State, filename: str) -> bool:
+    return filename.startswith(state.stdlib) and f"{os.sep}site-packages{os.sep}" not in filename and f"{os.sep}dist-packages{os.sep}" not in filename
+
+
+def _allowed_open_prefixes() -> tuple[str, ...]:
+    """Where any process may open files: the Python environment, system files, its scratch folder."""
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(os.path.realpath(__file__)))}
+    found |= {entry for entry in sys.path if entry and os.path.isdir(entry)}
+    for name in ("AETHER_SCRATCH", "TMPDIR", "HOME"):
+        if os.environ.get(name):
+            found.add(os.environ[name])
+    found = {os.path.realpath(p) for p in found}
+    system = ("/usr", "/lib", "/lib64", "/etc", "/proc", "/sys", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/nvidia", "/dev/shm/sem.")
+    return tuple(sorted({p.rstrip(os.sep) + os.sep for p in found if p != os.sep})) + system
+
+
+class _State:
+    def __init__(self) -> None:
+        self.agent: tuple[str, ...] = ()
+        self.events: list[dict[str, Any]] = []
+        self.keys: set[tuple[str, str, str, int]] = set()
+        self.busy = threading.local()
+        self.stdlib = _stdlib_prefixes()
+        self.allowed = _allowed_open_prefixes()
+        self.check_imports = True
+        package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+        self.harness = package + os.sep
+        self.library_parts = (os.path.join(package, "backend.py"), os.path.join(package, "arrow_udf.py"))
+
+
+_state: _State | None = None
+_lock = threading.Lock()
+
+
+def install(agent_code: list[str] | None = None, candidate: bool = True) -> None:
+    """Put the audit hook (and, for candidates, the tripwire) in place (once per process; hooks cannot be removed).
+
+    `candidate`: the agent code is a candidate, held to the import allow-list and kept from the
+    original and the tests by the tripwire; test code (run_tests) imports its cases freely.
+    """
+    global _state
+    with _lock:
+        if _state is None:
+            _state = _State()
+            _state.check_imports = candidate
+            sys.addaudithook(_make_hook(_state))
+            if candidate:
+                sys.meta_path.insert(0, _TripwireFinder())
+                for name in list(sys.modules):
+                    if name.split(".")[0] in TRIPWIRE_NAMES:
+                        del sys.modules[name]  # an earlier import must not bypass the tripwire
+    for prefix in agent_code or []:
+        add_agent_code(prefix)
+
+
+def installed() -> bool:
+    return _state is not None
+
+
+def add_agent_code(prefix: str) -> None:
+    """Code whose file name starts with `prefix` is agent code (the list only grows)."""
+    assert _state is not None, "install() first"
+    prefix = prefix.rstrip(os.sep)
+    if prefix and prefix not in _state.agent:
+        _state.agent = _state.agent + (prefix,)
+
+
+def drain() -> list[dict[str, Any]]:
+    """The events recorded since the last drain (each: event, detail, file, line, refused)."""
+    if _state is None:
+        return []
+    with _lock:
+        events, _state.events = _state.events, []
+        _state.keys = set()  # the next call reports its own events, repeats of earlier ones included
+        return events
+
+
+def _make_hook(state: _State) -> Callable[[str, tuple], None]:
+    frame_type = types.FrameType
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "object.__getattr__" and type(args[0]) is frame_type:
+            # Reading a frame's attributes needs a frame, and every way agent code could get one
+            # (sys._getframe, a traceback's or a generator's frame) is refused; the step counter
+            # reads a frame's code on every call, so these are answered first and at once.
+            return
+        rule = EVENTS.get(event)
+        if rule is None and event.startswith("os.exec"):
+            rule = EVENTS["os.exec"]
+        if rule is None or not state.agent or getattr(state.busy, "on", False):
+            return
+        state.busy.on = True
+        try:
+            mode, refuse = rule
+            frame = _agent_frame(state, sys._getframe(1), mode)
+            if frame is None:
+                return
+            detail = _detail(state, event, args)
+            if detail is None:
+                return
+            key = (event, detail, frame.f_code.co_filename, frame.f_lineno)
+            if key not in state.keys and len(state.events) < MAX_EVENTS:
+                state.keys.add(key)
+                state.events.append({"event": event, "detail": detail, "file": frame.f_code.co_filename, "line": frame.f_lineno, "refused": refuse})
+        finally:
+            state.busy.on = False
+        if refuse:
+            raise WatchRefused(f"aether-mcp watch: {event} ({detail}) is not allowed in candidate code")
+
+    return hook
+
+
+def _is_agent(state: _State, filename: str) -> bool:
+    return any(filename == p or filename.startswith(p + os.sep) for p in state.agent)
+
+
+def _agent_frame(state: _State, frame: Any, mode: str) -> Any:
+    """The agent's frame responsible for an event, or None when the event is not the agent's doing."""
+    in_import = False
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if _is_agent(state, filename):
+            return None if (in_import and mode != "import") else frame  # a library loading itself for an import
+        if filename.startswith("<frozen importlib") or filename.endswith(IMPORT_MACHINERY):
+            in_import = True
+        elif mode == "import":
+            return None  # a module importing what it needs: only the agent's own imports count
+        elif filename.startswith(state.harness) and filename not in state.library_parts:
+            return None  # the harness acting for itself (a test's udf_under_test reaching its worker, say)
+        elif mode != "stack" and not (_is_stdlib(state, filename) or filename.startswith("<")):
+            return None  # library code acting on its own behalf
+        frame = frame.f_back
+    return None
+
+
+def _detail(state: _State, event: str, args: tuple) -> str | None:
+    """What the event touched, as the record shows it; None when it is not worth recording."""
+    if event == "import":
+        if not state.check_imports:
+            return None
+        name = str(args[0]) if args else ""
+        return None if import_policy.allowed_while_running(name) else name
+    if event == "open":
+        if not args or not isinstance(args[0], (str, bytes, os.PathLike)):
+            return None  # a file descriptor
+        path = os.fsdecode(args[0])
+        real = os.path.realpath(path)  # `//x`, `/proc/self/root/x` and symlinks resolve to the file itself
+        if _is_agent(state, real) or real.startswith(state.allowed) or real in ("/dev/null", "/dev/zero"):
+            return None
+        mode = str(args[1]) if len(args) > 1 and args[1] is not None else "r"
+        flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0  # os.open passes flags, not a mode
+        writes = any(c in mode for c in "wax+") or bool(flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC))
+        return f"{real} ({'write' if writes else 'read'})"
+    if event in ("object.__getattr__", "object.__setattr__", "object.__delattr__") and len(args) > 1:
+        return f"{type(args[0]).__name__}.{args[1]}"
+    if event in ("compile",) and len(args) > 1:
+        return f"compiles code as {args[1]!r}"
+    if event == "exec":
+        code = args[0] if args else None
+        return f"executes code of {getattr(code, 'co_filename', '?')!r}"
+    if event == "code.__new__" and len(args) > 1:
+        return f"makes a code object labelled {args[1]!r}"
+    shown = ", ".join(repr(a)[:80] for a in args[:2])
+    return shown
+
+
 class _TripwireModule(types.ModuleType):
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("__"):
             raise AttributeError(attribute)
-        _record(f"tripwire: used {self.__name__}.{attribute}")
 
         def tripped(*args: Any, **kwargs: Any) -> Any:
             raise TripwireTriggered(f"{self.__name__}.{attribute} was called")
@@ -50,10 +275,7 @@ class _TripwireModule(types.ModuleType):
 
 class _TripwireFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name: str, path: Any = None, target: Any = None):
-        if not _state["active"]:
-            return None
         if name.split(".")[0] in TRIPWIRE_NAMES or name.startswith("aether_original"):
-            _record(f"tripwire: imported {name}")
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None
 
@@ -64,64 +286,22 @@ class _TripwireFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
 
-def _from_candidate() -> bool:
-    """Whether the candidate's own code, not Spark's plumbing (py4j sockets, say), caused the event."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if filename == _state["filename"]:
-            return True
-        if f"{os.sep}pyspark{os.sep}" in filename or f"{os.sep}py4j{os.sep}" in filename:
-            return False
-        frame = frame.f_back
-    return True
-
-
-def _audit_hook(event: str, args: tuple) -> None:
-    if not _state["active"]:
-        return
-    if not (event == "open" or event.startswith(WATCHED_EVENTS)) or not _from_candidate():
-        return
-    if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
-        path = os.fsdecode(args[0])
-        workspace = _state["workspace"]
-        if workspace and os.path.abspath(path).startswith(workspace + os.sep):
-            relative = os.path.relpath(os.path.abspath(path), workspace)
-            if relative.split(os.sep)[0] in FORBIDDEN_DIRS:
-                _record(f"opened {relative}")
-    elif event.startswith(WATCHED_EVENTS):
-        _record(f"{event}")
-
-
-def _record(text: str) -> None:
-    if len(_state["events"]) < 50 and text not in _state["events"]:
-        _state["events"].append(text)
-
-
-def install(workspace: str) -> None:
-    """Put the tripwire and the audit hook in place in this process (once; hooks cannot be removed)."""
-    _state["workspace"] = os.path.abspath(workspace)
-    if not _state["hooked"]:
-        sys.addaudithook(_audit_hook)
-        sys.meta_path.insert(0, _TripwireFinder())
-        _state["hooked"] = True
-    for name in list(sys.modules):
-        if name.split(".")[0] in TRIPWIRE_NAMES:
-            del sys.modules[name]  # an earlier, unwatched import must not bypass the tripwire
+_AGENT, _EXCLUDED, _OTHER = 1, 2, 3
 
 
 class Watch:
-    """Records what happens inside `with Watch(...)`: events, the candidate's Python steps (`calls`), leftovers."""
+    """Counts agent steps inside `with Watch(...)` (`calls`), and threads or processes left behind."""
 
-    def __init__(self, filename: str, excluded_code: set[Any] | None = None) -> None:
-        self.filename = filename
+    def __init__(self, excluded_code: set[Any] | None = None, module: types.ModuleType | None = None) -> None:
+        assert _state is not None, "install() first"
+        self.state = _state
         self.excluded = excluded_code or set()
+        self.globals = vars(module) if module is not None else None
+        self.kinds: dict[Any, int] = {}
+        self.running: set[Any] = set()
         self.calls = 0
 
     def __enter__(self) -> Watch:
-        _state["filename"] = self.filename
-        _state["active"] = True
-        _state["events"] = []
         self.threads = threading.active_count()
         self.children = _children()
         sys.settrace(self._trace)
@@ -129,22 +309,46 @@ class Watch:
 
     def __exit__(self, *exc: Any) -> None:
         sys.settrace(None)
-        _state["active"] = False
-        self.events = list(_state["events"])
         self.threads_left = max(0, threading.active_count() - self.threads)
         self.children_left = max(0, len(_children() - self.children))
 
     def _trace(self, frame, event: str, arg: Any) -> Any:
-        """Counts calls into, and lines run in, the candidate's own code; everything else runs untraced."""
-        code = frame.f_code
-        if code.co_filename != self.filename or code in self.excluded:
-            return None
-        self.calls += 1
-        return self._line
+        """Counts calls into, and lines run in, agent code, and calls agent code makes into any function.
+
+        Called for every Python call in the process while the watch is on, so it reads as little
+        as it can. With the agent's module given, its frames are known by their globals (a frame's
+        code is an audited read, its globals are not); otherwise each code object is classified
+        once by file. The agent's running frames are kept in a set, so a call's caller is checked
+        without reading it.
+        """
+        if self.globals is not None:
+            if frame.f_globals is self.globals and frame.f_code not in self.excluded:
+                self.calls += 1
+                self.running.add(frame)
+                return self._line
+        else:
+            code = frame.f_code
+            kind = self.kinds.get(code) or self._classify(code)
+            if kind == _AGENT:
+                self.calls += 1
+                self.running.add(frame)
+                return self._line
+            if kind == _EXCLUDED:
+                return None
+        if frame.f_back in self.running:
+            self.calls += 1  # a callback the agent's code handed to map(), sorted(key=), reduce()... counts as its own
+        return None
+
+    def _classify(self, code: Any) -> int:
+        kind = _EXCLUDED if code in self.excluded else _AGENT if _is_agent(self.state, code.co_filename) else _OTHER
+        self.kinds[code] = kind
+        return kind
 
     def _line(self, frame, event: str, arg: Any) -> Any:
         if event == "line":
             self.calls += 1
+        elif event == "return":
+            self.running.discard(frame)
         return self._line
 
 

@@ -16,13 +16,21 @@ HARNESS_CONF = {
 
 
 def create_session(master: str, conf: dict[str, str], app_name: str):
-    """A SparkSession for `master` with `conf` over the harness defaults; Python workers use this interpreter."""
+    """A SparkSession for `master` with `conf` over the harness defaults; Python workers use this interpreter.
+
+    In a confined process (AETHER_SCRATCH set) the JVM keeps its temporary files in the process's
+    own temporary folder, the only place it may write, and writes no performance-data file to /tmp.
+    """
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**HARNESS_CONF, **conf}.items():
+    settings = {**HARNESS_CONF, **conf}
+    if os.environ.get("AETHER_SCRATCH") and os.environ.get("TMPDIR"):
+        options = f"-Djava.io.tmpdir={os.environ['TMPDIR']} -XX:-UsePerfData"
+        settings["spark.driver.extraJavaOptions"] = f"{settings.get('spark.driver.extraJavaOptions', '')} {options}".strip()
+    for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -33,6 +33,11 @@ class NotALiteral(ValueError):
 
 def read_case_rows(path: Path) -> list[list[Any]]:
     """The `args` of every case in CASES (an empty list when the file or CASES is absent)."""
+    return [case["args"] for case in read_cases(path)]
+
+
+def read_cases(path: Path) -> list[dict[str, Any]]:
+    """Every case in CASES as written (args, expected or raises, why), read without running the file."""
     if not path.exists():
         return []
     try:
@@ -48,12 +53,12 @@ def read_case_rows(path: Path) -> list[list[Any]]:
                     f"tests/cases.py: CASES must be written as literal data so it can be read without running it ({exc}). "
                     "Write values directly (None, 1.5, float(\"nan\"), Decimal(\"1.50\"), date(2024, 2, 29), ...)."
                 ) from exc
-            rows = []
+            found = []
             for index, case in enumerate(cases if isinstance(cases, list) else []):
                 if not (isinstance(case, dict) and isinstance(case.get("args"), list)):
                     raise ToolError(f"tests/cases.py: case {index} must be a dict with an 'args' list, e.g. {{\"args\": [1.0], \"expected\": 2.0}}.")
-                rows.append(case["args"])
-            return rows
+                found.append(case)
+            return found
     return []
 
 

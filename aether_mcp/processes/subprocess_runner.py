@@ -141,9 +141,13 @@ def start(
     log_path: Path,
     env_extra: dict[str, str] | None = None,
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
+    env: dict[str, str] | None = None,
 ) -> RunningProcess:
-    """Start a long-lived process (a worker); the caller owns killing it."""
-    return RunningProcess(argv, cwd=cwd, log_path=log_path, env=child_env(env_extra), max_log_bytes=max_log_bytes)
+    """Start a long-lived process (a worker); the caller owns killing it.
+
+    `env` replaces the allow-listed environment entirely (confined processes get one made for them).
+    """
+    return RunningProcess(argv, cwd=cwd, log_path=log_path, env=env if env is not None else child_env(env_extra), max_log_bytes=max_log_bytes)
 
 
 def run(
@@ -156,9 +160,10 @@ def run(
     cancel: threading.Event | None = None,
     on_poll: Callable[[], None] | None = None,
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
+    env: dict[str, str] | None = None,
 ) -> ProcessResult:
     """Run to completion, killing the process group on timeout or when `cancel` is set."""
-    process = start(argv, cwd=cwd, log_path=log_path, env_extra=env_extra, max_log_bytes=max_log_bytes)
+    process = start(argv, cwd=cwd, log_path=log_path, env_extra=env_extra, max_log_bytes=max_log_bytes, env=env)
     deadline = process.started + timeout_s
     timed_out = cancelled = False
     while process.alive():

@@ -1,43 +1,53 @@
 """The server's Spark workers: started on first use, kept warm, restarted after a crash or a timeout.
 
-One worker per (role, Spark master and confs): workspaces with the same confs share a warm
-SparkSession. At most `max_workers` run at once; the least recently used one is stopped to make
-room. Sockets and worker logs live in a private temporary directory of the server.
+One worker per (role, Spark master and confs, backend): workspaces with the same confs share a
+warm SparkSession. Workers read no workspace: each request carries its context, built here from
+files the server read (the original from the bytes checked against the signed manifest). The
+reference worker runs only the original. The candidate worker runs agent code and is started
+confined (aether_mcp.processes.confinement): its Spark scratch, its sockets and its Python
+workers' temporary files live in a scratch folder of its own, whose per-call part is emptied
+after every request. Each worker answers only requests that carry its token. At most
+`max_workers` run at once; the least recently used one is stopped to make room.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
+import secrets
 import shutil
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.backend import Resolved, has_gpu  # noqa: F401  (has_gpu: re-exported for the tools)
-from aether_mcp.processes import subprocess_runner
-from aether_mcp.wire import value_codec
+from aether_mcp.candidates import candidate_path
+from aether_mcp.processes import confinement, subprocess_runner
+from aether_mcp.processes.confinement import ConfinementStatus
 from aether_mcp.processes.java_runtime import JavaUnavailable, check_java
+from aether_mcp.wire import value_codec
 from aether_mcp.wire.worker_protocol import RequestCancelled, WorkerUnavailable, request
-from aether_mcp.workspace import SparkConfig, Workspace, state_home
+from aether_mcp.workspace import ORIGINAL_MODULE, SparkConfig, Workspace, state_home
 
 ROLES = ("reference", "candidate")
-
-
+MODULES = {"reference": "aether_mcp.reference.reference_worker", "candidate": "aether_mcp.confined.candidate_worker"}
+TOKEN_ENV = "AETHER_WORKER_TOKEN"
+REFERENCE_UNCONFINED = ConfinementStatus(confined=False, how="the reference worker runs only the original, from verified bytes; it is not confined")
 
 
 class EvaluationFailed(Exception):
     """A worker could not evaluate the target: `kind` is target, rows, refused, spark, timeout or internal."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, events: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.kind = kind
+        self.events = events or []
 
 
 @dataclass
@@ -45,6 +55,8 @@ class Evaluation:
     outputs: list
     output_type: str
     output_nullable: bool
+    events: list[dict[str, Any]] = field(default_factory=list)
+    confinement: ConfinementStatus = field(default_factory=lambda: REFERENCE_UNCONFINED)
 
 
 @dataclass
@@ -55,15 +67,36 @@ class WorkerHandle:
     log_path: Path
     process: subprocess_runner.RunningProcess
     last_used: float
+    token: str
+    confinement: ConfinementStatus
+    call_scratch: Path | None = None  # candidate workers: emptied after every request
+    in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def alive(self) -> bool:
         return self.process.alive()
 
 
+def context(workspace: Workspace, target: str) -> dict[str, Any]:
+    """What a worker needs to evaluate `target`: the config and the source exactly as the server read it."""
+    if target == "original":
+        source, filename = workspace.verified_original(), str(workspace.path / ORIGINAL_MODULE)
+    else:
+        path = candidate_path(workspace, target)
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise EvaluationFailed("target", f"{target.removeprefix('candidate:')}.py cannot be read ({exc})") from None
+        filename = str(path)
+    return {"config": workspace.config.model_dump(mode="json"), "target": target, "source": source, "filename": filename}
+
+
 class WorkerPool:
-    def __init__(self, max_workers: int = 4, start_timeout_s: float = 60.0) -> None:
+    def __init__(self, max_workers: int = 4, start_timeout_s: float = 60.0, forbidden: list[Path] | None = None) -> None:
         self.max_workers = max_workers
         self.start_timeout_s = start_timeout_s
+        # Folders confined processes must never read: the server's state, and the root (every workspace).
+        self.forbidden = [state_home(), *(forbidden or [])]
         self.directory = Path(tempfile.mkdtemp(prefix="aether-mcp-"))
         self._workers: dict[str, WorkerHandle] = {}
         self._lock = threading.Lock()
@@ -109,7 +142,7 @@ class WorkerPool:
     ) -> Evaluation:
         """Outputs of `target` on `rows` from the `role` worker; a worker that times out or dies is replaced."""
         handle = self.get(role, workspace.config.spark, backend)
-        message = {"op": "evaluate", "workspace": str(workspace.path), "target": target, "rows": value_codec.encode(rows)}
+        message: dict[str, Any] = {"op": "evaluate", "context": context(workspace, target), "rows": value_codec.encode(rows)}
         if shape:
             message["shape"] = shape
         if max_isolated:
@@ -117,25 +150,75 @@ class WorkerPool:
         if typed:
             message["typed"] = True
         reply = self._request(handle, role, message, f"evaluating {target}", timeout_s, cancel)
-        return Evaluation(value_codec.decode(reply["outputs"]), str(reply["output_type"]), bool(reply.get("output_nullable", True)))
+        return Evaluation(
+            value_codec.decode(reply["outputs"]),
+            str(reply["output_type"]),
+            bool(reply.get("output_nullable", True)),
+            list(reply.get("events", [])),
+            handle.confinement,
+        )
 
-    def audit(self, workspace: Workspace, target: str, small: list, large: list, *, timeout_s: float = 600.0, cancel: threading.Event | None = None, backend: str = "cpu") -> dict:
-        """The candidate run under watch in the candidate worker (the watch stays installed but idle)."""
+    def audit(
+        self,
+        workspace: Workspace,
+        target: str,
+        runs: dict[str, tuple[list, int]],
+        *,
+        timeout_s: float = 600.0,
+        cancel: threading.Event | None = None,
+        backend: str = "cpu",
+    ) -> dict:
+        """The candidate run under watch in the candidate worker: each run is (rows, Arrow batch size)."""
         handle = self.get("candidate", workspace.config.spark, backend)
-        message = {"op": "audit", "workspace": str(workspace.path), "target": target, "rows": value_codec.encode(small), "rows_large": value_codec.encode(large)}
+        encoded = {label: {"rows": value_codec.encode(rows), "batch_rows": batch} for label, (rows, batch) in runs.items()}
+        message = {"op": "audit", "context": context(workspace, target), "runs": encoded}
         reply = self._request(handle, "candidate", message, f"auditing {target}", timeout_s, cancel)
-        return value_codec.decode(reply["report"])
+        report = value_codec.decode(reply["report"])
+        report["confinement"] = handle.confinement
+        return report
 
     def plan(self, workspace: Workspace, target: str, data: str, *, timeout_s: float = 300.0, cancel: threading.Event | None = None) -> dict:
-        """A sql candidate's plan profile over the Parquet file `data`, from the candidate worker."""
+        """A sql candidate's plan profile over the Parquet data at `data`, from the candidate worker.
+
+        The worker cannot read the workspace, so the data is copied into its scratch for the call.
+        """
         handle = self.get("candidate", workspace.config.spark)
-        message = {"op": "plan", "workspace": str(workspace.path), "target": target, "data": data}
-        return self._request(handle, "candidate", message, f"reading the plan of {target}", timeout_s, cancel)["profile"]
+        assert handle.call_scratch is not None
+        with handle.lock:
+            handle.in_flight += 1
+        copy = handle.call_scratch / "plan-data"
+        (shutil.copytree if Path(data).is_dir() else shutil.copyfile)(data, copy)
+        message = {"op": "plan", "context": context(workspace, target), "data": str(copy)}
+        try:
+            return self._request(handle, "candidate", message, f"reading the plan of {target}", timeout_s, cancel)["profile"]
+        finally:
+            self._done(handle)
+
+    def bind(self, role: str, workspace: Workspace, target: str, backend: str = "cpu") -> tuple[WorkerHandle, str]:
+        """A worker and a context id for requests that come from a test run (which holds no source)."""
+        handle = self.get(role, workspace.config.spark, backend)
+        reply = self._request(handle, role, {"op": "bind", "context": context(workspace, target)}, f"preparing {target}", 60.0, None)
+        return handle, str(reply["context_id"])
+
+    def capture(self, workspace: Workspace, rows: list, *, timeout_s: float = 600.0) -> list:
+        """The original's arguments for `rows` as Spark delivers them (decoded)."""
+        handle = self.get("reference", workspace.config.spark)
+        message = {"op": "capture", "context": context(workspace, "original"), "rows": value_codec.encode(rows)}
+        try:
+            reply = request(handle.socket_path, {**message, "token": handle.token}, timeout_s=timeout_s)
+        except WorkerUnavailable as exc:
+            self.discard(handle)
+            raise EvaluationFailed("internal", f"capturing the inputs lost the reference worker ({exc}); the next call starts a fresh one") from None
+        if not reply.get("ok"):
+            raise EvaluationFailed(str(reply.get("error_kind", "internal")), str(reply.get("message")))
+        return [value_codec.loads(item) for item in reply["captured"]]
 
     def _request(self, handle: WorkerHandle, role: str, message: dict, what: str, timeout_s: float, cancel: threading.Event | None) -> dict:
         """One request to a worker; a worker that times out, dies or is cancelled is replaced."""
+        with handle.lock:
+            handle.in_flight += 1
         try:
-            reply = request(handle.socket_path, message, timeout_s=timeout_s, cancel=cancel)
+            reply = request(handle.socket_path, {**message, "token": handle.token}, timeout_s=timeout_s, cancel=cancel)
         except RequestCancelled:
             self.discard(handle)
             raise EvaluationFailed("cancelled", f"{what} was cancelled; its Spark worker was stopped") from None
@@ -145,26 +228,22 @@ class WorkerPool:
             kind = "timeout" if timed_out else "internal"
             reason = f"did not finish within {timeout_s:.0f}s" if timed_out else f"lost its Spark worker ({exc})"
             raise EvaluationFailed(kind, f"{what} {reason}; the worker was stopped and the next call starts a fresh one") from None
+        finally:
+            self._done(handle)
         if not reply.get("ok"):
             kind = str(reply.get("error_kind", "internal"))
             if role == "candidate" and (reply.get("restart") or kind == "internal"):
                 # Candidate code failed inside the worker's own process: it may have left state behind.
                 self.discard(handle)
-            raise EvaluationFailed(kind, str(reply.get("message")))
+            raise EvaluationFailed(kind, str(reply.get("message")), list(reply.get("events", [])))
         return reply
 
-    def capture(self, workspace: Workspace, rows: list, *, timeout_s: float = 600.0) -> list:
-        """The original's arguments for `rows` as Spark delivers them (decoded)."""
-        handle = self.get("reference", workspace.config.spark)
-        message = {"op": "capture", "workspace": str(workspace.path), "rows": value_codec.encode(rows)}
-        try:
-            reply = request(handle.socket_path, message, timeout_s=timeout_s)
-        except WorkerUnavailable as exc:
-            self.discard(handle)
-            raise EvaluationFailed("internal", f"capturing the inputs lost the reference worker ({exc}); the next call starts a fresh one") from None
-        if not reply.get("ok"):
-            raise EvaluationFailed(str(reply.get("error_kind", "internal")), str(reply.get("message")))
-        return [value_codec.loads(item) for item in reply["captured"]]
+    def _done(self, handle: WorkerHandle) -> None:
+        """One request fewer; once none is running, the call's scratch is emptied (nothing is kept across calls)."""
+        with handle.lock:
+            handle.in_flight -= 1
+            if handle.in_flight == 0 and handle.call_scratch is not None:
+                confinement.empty(handle.call_scratch)
 
     def discard(self, handle: WorkerHandle) -> None:
         """Stop a worker that may be stuck (after a timeout); the next `get` starts a fresh one."""
@@ -180,37 +259,33 @@ class WorkerPool:
 
     def _start(self, role: str, key: str, spark: SparkConfig, backend: str) -> WorkerHandle:
         self.starts += 1
-        socket_path = str(self.directory / f"{key}-{self.starts}.sock")
+        token = secrets.token_hex(32)
         log_path = self.directory / f"{key}-{self.starts}.log"
-        argv = [
-            sys.executable,
-            "-I",
-            "-B",
-            "-m",
-            "aether_mcp.evaluation.spark_worker",
-            "--socket",
-            socket_path,
-            "--role",
-            role,
-            "--master",
-            spark.master,
-            "--conf-json",
-            json.dumps(spark.conf),
-            "--parent-pid",
-            str(os.getpid()),
-        ]
-        env = {
-            "AETHER_MCP_STATE_DIR": str(state_home()),
+        extra = {
+            TOKEN_ENV: token,
             "SPARK_LOCAL_IP": "127.0.0.1",
             "PYARROW_IGNORE_TIMEZONE": "1",
             "PYTHONHASHSEED": "0",
             # Python-side datetime conversions use the process's zone: make it the session's.
             "TZ": spark.conf.get("spark.sql.session.timeZone", "UTC"),
+            # Spark's Python workers inherit it: which backend candidate code runs on (see aether_mcp.backend)
+            **Resolved(backend, backend == "cpu", "").env(),
         }
-        # Spark's Python workers inherit it: which backend candidate code runs on (see aether_mcp.backend)
-        env.update(Resolved(backend, backend == "cpu", "").env())
-        process = subprocess_runner.start(argv, cwd=self.directory, log_path=log_path, env_extra=env)
-        handle = WorkerHandle(role, key, socket_path, log_path, process, time.monotonic())
+        call_scratch = None
+        if role == "reference":
+            socket_path = str(self.directory / f"{key}-{self.starts}.sock")
+            argv = self._argv(role, socket_path, spark)
+            status = REFERENCE_UNCONFINED
+            process = subprocess_runner.start(argv, cwd=self.directory, log_path=log_path, env_extra=extra)
+        else:
+            scratch = self.directory / f"{key}-{self.starts}"
+            call_scratch = scratch / "call"
+            call_scratch.mkdir(parents=True)
+            socket_path = str(scratch / "worker.sock")
+            argv, status = confinement.wrap(self._argv(role, socket_path, spark), confinement.Policy(read=[], write=[str(scratch)]), self.forbidden)
+            env = confinement.environment(scratch, {**extra, "AETHER_CALL_SCRATCH": str(call_scratch)}, confined=status.confined)
+            process = subprocess_runner.start(argv, cwd=scratch, log_path=log_path, env=env)
+        handle = WorkerHandle(role, key, socket_path, log_path, process, time.monotonic(), token, status, call_scratch)
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if not process.alive():
@@ -219,21 +294,26 @@ class WorkerPool:
                     f"the {role} Spark worker exited while starting (log: {log_path}); last output: "
                     f"{process.tail()[-800:]!r}. Check that pyspark is installed in {sys.executable}."
                 )
-            if os.path.exists(socket_path):
-                try:
-                    request(socket_path, {"op": "ping"}, timeout_s=5)
-                    return handle
-                except WorkerUnavailable:
-                    pass
+            try:
+                request(socket_path, {"op": "ping", "token": token}, timeout_s=5)
+                return handle
+            except WorkerUnavailable:
+                pass
             time.sleep(0.1)
         process.kill()
         raise ToolError(f"the {role} Spark worker did not start within {self.start_timeout_s:.0f}s (log: {log_path}).")
+
+    @staticmethod
+    def _argv(role: str, socket_path: str, spark: SparkConfig) -> list[str]:
+        return [sys.executable, "-I", "-B", "-m", MODULES[role], "--socket", socket_path, "--master", spark.master, "--conf-json", json.dumps(spark.conf)]
 
     def _stop(self, handle: WorkerHandle) -> None:
         handle.process.kill()
         if self._workers.get(handle.key) is handle:
             del self._workers[handle.key]
         try:
-            os.unlink(handle.socket_path)
+            Path(handle.socket_path).unlink()
         except OSError:
             pass
+        if handle.call_scratch is not None:
+            shutil.rmtree(handle.call_scratch.parent, ignore_errors=True)

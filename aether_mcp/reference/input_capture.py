@@ -39,3 +39,29 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)) and not hasattr(value, "__fields__"):
         return [_plain(item) for item in value]
     return value
+
+
+def capture_inputs(spark: Any, config: Any, rows: list[list[Any]]) -> list[Any]:
+    """The original's arguments for each row exactly as Spark delivers them (encoded, in row order).
+
+    Runs in the reference worker's driver. Same UDF kind and transport as the original, so the
+    values are the ones it receives.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from aether_mcp.evaluation.target_evaluation import OUTPUT, ROW_ID, RowCoercer, argument_columns, argument_schema, arrow_frame, series_function
+
+    schema = argument_schema(config)
+    coerce = RowCoercer(schema)
+    prepared = [coerce(index, row) for index, row in enumerate(rows)]
+    if config.udf.kind == "pandas":
+        capture = F.pandas_udf(series_function(capture_series), T.StringType())
+    else:
+        capture = F.udf(capture_row, T.StringType(), useArrow=config.udf.use_arrow)
+    frame = arrow_frame(spark, schema, prepared) or spark.createDataFrame(prepared, schema, verifySchema=False)
+    collected = frame.select(ROW_ID, capture(*argument_columns(config)).alias(OUTPUT)).collect()
+    captured: list[Any] = [None] * len(prepared)
+    for row in collected:
+        captured[row[ROW_ID]] = row[OUTPUT]
+    return captured

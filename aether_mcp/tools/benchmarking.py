@@ -14,7 +14,6 @@ import json
 import math
 import secrets
 import statistics
-import sys
 import threading
 import time
 from pathlib import Path
@@ -27,14 +26,14 @@ from pydantic import BaseModel, Field
 from aether_mcp import bench_data, deviations
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
-from aether_mcp.processes import subprocess_runner
 from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
+from aether_mcp.processes import confined_child
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.device_proof import DeviceActivity
-from aether_mcp.workspace import Workspace, check_master, new_run_id, state_home
+from aether_mcp.workspace import Workspace, check_master, new_run_id
 
 MODES = ("floor", "original", "original_arrow", "candidate")
 BENCH_DIR = "bench"
@@ -77,6 +76,9 @@ class RunBenchmarkResult(BaseModel):
     gpu_verified: bool = Field(description="device activity was recorded and showed the work on the GPU; false on the CPU backend")
     backend_note: str
     device_activity: DeviceActivity | None = Field(None, description="GPU backend with nsys: kernel launches and host/device copies of the candidate")
+    output_check: str = Field("", description="whether the candidate's output over the whole benchmark data equals the original's, checked in the same application")
+    confined: bool = Field(False, description="the benchmark application ran confined (it read only the data and the Python environment, wrote only its scratch)")
+    confinement: str = Field("", description="how, or why not")
     data: str
     environment: dict[str, Any]
     artifacts: dict[str, str] = Field(description="json: the full result with every run's seconds; chart: a PNG of the modes")
@@ -111,6 +113,9 @@ def run_benchmark(
     gate_text = _gate(root, workers, workspace, name, cancel, report, resolved)
     data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, None, message))
     folder, raw = _run_application(opened, f"candidate:{name}", data.path, {"modes": chosen, "repeats": repeats, "warmup": warmup}, master, timeout_s, cancel, report, resolved)
+    wrong = _output_mismatch(raw)
+    if wrong:
+        raise ToolError(f"candidate {name!r} is wrong at benchmark scale: {wrong} (raw result: {folder / 'raw.json'}); its speed is not reported. byte_compare with more hidden_rows, or a spec closer to this data, shows where.")
     activity, verified, proof_note = device_proof.prove(opened, name, resolved, timeout_s, cancel, report)
 
     measured = [_mode_result(mode, seconds, rows, raw.get("python_metrics", {}).get(mode, [])) for mode, seconds in raw["runs"].items() if seconds]
@@ -144,6 +149,9 @@ def run_benchmark(
         gpu_verified=verified,
         backend_note=f"{resolved.note}; {proof_note}",
         device_activity=activity,
+        output_check=_output_note(raw),
+        confined=bool(raw.get("confined")),
+        confinement=str(raw.get("confinement", "")),
         data=data.path,
         environment={
             **raw["environment"],
@@ -207,25 +215,25 @@ def _run_application(
     cancel: threading.Event | None,
     report: Progress,
     resolved: Resolved | None = None,
+    best: Path | None = None,
 ) -> tuple[Path, dict[str, Any]]:
-    """Run the benchmark's own Spark application on `plan`; (its folder, its raw result)."""
+    """Run the benchmark's own Spark application on `plan`, confined; (its folder, its raw result).
+
+    `best`: a folder holding another version's candidate/ files (try_optimization's best so far).
+    """
     folder = _new_run_folder(opened)
     request = {
-        "workspace": str(opened.path),
-        "target": target,
+        **confined_child.sources(opened, target, best),
         "data": data,
         "master": master or opened.config.benchmark.master or opened.config.spark.master,
         "seed": secrets.randbits(32),
-        "progress": str(folder / "progress.jsonl"),
-        "result": str(folder / "raw.json"),
         **plan,
     }
-    (folder / "request.json").write_text(json.dumps(request, indent=2), encoding="utf-8")
     seen = [0]
 
-    def poll() -> None:
+    def poll(progress: Path) -> None:
         try:
-            lines = (folder / "progress.jsonl").read_text(encoding="utf-8").splitlines()
+            lines = progress.read_text(encoding="utf-8").splitlines()
         except OSError:
             return
         for line in lines[seen[0] :]:
@@ -236,7 +244,8 @@ def _run_application(
             report(int(step["done"]), int(step["total"]) or None, str(step["message"]))
             seen[0] += 1
 
-    return folder, _run_child(opened, "aether_mcp.confined.bench_runner", folder, "raw.json", timeout_s, cancel, poll, "the benchmark's Spark application", resolved)
+    raw = _run_child(opened, "aether_mcp.confined.bench_runner", folder, request, "raw.json", data, timeout_s, cancel, poll, "the benchmark's Spark application", resolved)
+    return folder, raw
 
 
 def _new_run_folder(opened: Workspace) -> Path:
@@ -250,42 +259,42 @@ def _run_child(
     opened: Workspace,
     module: str,
     folder: Path,
+    request: dict[str, Any],
     result_name: str,
+    data: str,
     timeout_s: float,
     cancel: threading.Event | None,
-    poll: Callable[[], None] | None,
+    poll: Callable[[Path], None] | None,
     what: str,
     resolved: Resolved | None = None,
 ) -> dict[str, Any]:
-    """Run `python -m module folder/request.json` in its own process group; the JSON it writes to `result_name`."""
-    ended = subprocess_runner.run(
-        [sys.executable, "-I", "-B", "-m", module, str(folder / "request.json")],
-        cwd=folder,
-        log_path=folder / "run.log",
-        timeout_s=timeout_s,
-        env_extra=_child_env(opened, resolved),
-        cancel=cancel,
-        on_poll=poll,
+    """Run `python -m module REQUEST` confined (aether_mcp.processes.confined_child); the JSON it wrote, with how it was confined."""
+    child = confined_child.run(
+        opened, module, request, folder=folder, result_name=result_name, timeout_s=timeout_s, cancel=cancel, read=[data], env_extra=(resolved or CPU).env(), poll=poll
     )
+    ended = child.ended
     if ended.cancelled:
         raise ToolError(f"the benchmark was cancelled; {what} was stopped and nothing is left running.")
     if ended.timed_out:
         raise ToolError(f"the benchmark did not finish within {timeout_s:.0f}s and {what} was stopped; try fewer rows or repeats (log: {ended.log_path}).")
-    try:
-        return json.loads((folder / result_name).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise ToolError(f"{what} failed (exit {ended.returncode}): {ended.tail[-1500:]} (log: {ended.log_path})") from None
+    if child.raw is None:
+        raise ToolError(f"{what} failed (exit {ended.returncode}): {ended.tail[-1500:]} (log: {ended.log_path})")
+    return {**child.raw, "confined": child.confinement.confined, "confinement": child.confinement.how}
 
 
-def _child_env(opened: Workspace, resolved: Resolved | None = None) -> dict[str, str]:
-    """Environment of a child that runs candidate code: the session's zone and the backend it runs on (CPU unless given)."""
-    return {
-        "AETHER_MCP_STATE_DIR": str(state_home()),
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYARROW_IGNORE_TIMEZONE": "1",
-        "TZ": opened.config.spark.conf.get("spark.sql.session.timeZone", "UTC"),
-        **(resolved or CPU).env(),
-    }
+def _output_mismatch(raw: dict[str, Any]) -> str | None:
+    """Why the candidate's output over the benchmark data is refused, or None when it matched (or could not be checked)."""
+    check = raw.get("output_check") or {}
+    if check.get("checked") and check.get("mismatched"):
+        return f"{check['mismatched']:,} of {check['rows']:,} rows of the benchmark data differ from the {check['against']} mode's output"
+    return None
+
+
+def _output_note(raw: dict[str, Any]) -> str:
+    check = raw.get("output_check") or {}
+    if check.get("checked"):
+        return f"the candidate's output over all {check['rows']:,} rows equals the {check['against']}'s (hashes of every row compared in Spark)"
+    return f"not checked: {check.get('reason', 'no check ran')}"
 
 
 def _checked(modes: list[str] | None, rows: int, repeats: int, warmup: int, timeout_s: float) -> list[str]:
@@ -393,6 +402,8 @@ class TuneArrowBatchResult(BaseModel):
     best: dict[str, int] = Field(description="fastest batch size per target")
     recommendation: str
     gate: str
+    confined: bool = Field(False, description="the benchmark application ran confined")
+    confinement: str = Field("", description="how, or why not")
     artifacts: dict[str, str]
     duration_s: float
 
@@ -454,6 +465,8 @@ def tune_arrow_batch(
         best=best,
         recommendation=recommendation,
         gate=gate_text,
+        confined=bool(raw.get("confined")),
+        confinement=str(raw.get("confinement", "")),
         artifacts={"json": str(folder / "arrow_batch.json"), "chart": str(folder / "arrow_batch.png")},
         duration_s=round(time.monotonic() - started, 3),
     )
@@ -506,6 +519,8 @@ class MicroBenchmarkResult(BaseModel):
     gpu_verified: bool
     backend_note: str
     allocator: dict[str, Any] = Field(default_factory=dict, description="GPU backend: the allocator configuration the timings ran under")
+    confined: bool = Field(False, description="the timed process ran confined")
+    confinement: str = Field("", description="how, or why not")
     note: str = "the entry points alone, in one process: no Spark, no serialization; run_benchmark measures the job"
     duration_s: float
 
@@ -531,10 +546,9 @@ def micro_benchmark(
     report = progress or (lambda done, total, message: None)
     data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, None, message))
     folder = _new_run_folder(opened)
-    request = {"workspace": str(opened.path), "target": f"candidate:{name}", "data": data.path, "repeats": repeats, "result": str(folder / "micro.json")}
-    (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
+    request = {**confined_child.sources(opened, f"candidate:{name}"), "data": data.path, "repeats": repeats}
     report(0, None, f"timing evaluate() and the original on {rows} rows")
-    raw = _run_child(opened, "aether_mcp.confined.micro_bench", folder, "micro.json", timeout_s, cancel, None, "the micro-benchmark process", resolved)
+    raw = _run_child(opened, "aether_mcp.confined.micro_bench", folder, request, "micro.json", data.path, timeout_s, cancel, None, "the micro-benchmark process", resolved)
     if raw.get("error"):
         raise ToolError(f"micro_benchmark could not run the candidate: {raw['error']}; run_tests and byte_compare show where it fails.")
     original, candidate_s = raw["original"], raw["candidate"]
@@ -553,5 +567,7 @@ def micro_benchmark(
         gpu_verified=False,
         backend_note=f"{resolved.note}; gpu_verified: false (micro_benchmark times, it records no device activity: run_benchmark or audit_candidate do)",
         allocator=raw.get("allocator") or {},
+        confined=bool(raw.get("confined")),
+        confinement=str(raw.get("confinement", "")),
         duration_s=round(time.monotonic() - started, 3),
     )

@@ -26,6 +26,7 @@ from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.judge.compare import classify
 from aether_mcp.judge.edge_inputs import edge_rows
 from aether_mcp.judge.hidden_inputs import hidden_rows as generate_hidden_rows
+from aether_mcp.judge.watch_events import WatchEvent, parse
 from aether_mcp.judge.mined_values import mine
 from aether_mcp.wire.value_codec import Raised
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
@@ -125,6 +126,9 @@ class ByteCompareResult(BaseModel):
     gpu_verified: bool = Field(description="device activity was recorded and shows the work on the GPU; always false on the CPU backend")
     backend_note: str = Field(description="how the candidate ran, and what the device check saw")
     device_activity: DeviceActivity | None = Field(None, description="GPU backend with nsys: kernel launches and host/device copies")
+    confined: bool = Field(False, description="the candidate ran in a confined worker (no access to original/, .aether/ or the server's state; writes only to its scratch)")
+    confinement: str = Field("", description="how the candidate's processes were confined, or why not")
+    watch_events: list[WatchEvent] = Field(default_factory=list, description="what the watch saw the candidate do while it was compared (audit_candidate fails it on any of these)")
     batch_shape: BatchShape = Field(description="layout of the hidden rows for the candidate, drawn per call")
     small_batch_shape: BatchShape = Field(description="layout of the test and edge rows: always tiny batches")
     duration_s: float
@@ -157,7 +161,7 @@ def byte_compare(
     inputs: list[tuple[Source, list[Any]]] = [("tests", row) for row in case_rows]
     inputs += [("edge", row) for row in edge_rows(opened.config, case_rows)]
     seed = secrets.randbits(64)
-    mined = mine(opened.original_module.read_text(encoding="utf-8"))
+    mined = mine(opened.verified_original())
     inputs += [("hidden", row) for row in generate_hidden_rows(opened.config, mined, hidden_rows, seed)]
     shape_rng = random.Random(secrets.randbits(64))
     small_shape = BatchShape(partitions=shape_rng.choice((1, 2, 3)), empty_partitions=shape_rng.choice(EMPTY_PARTITIONS), max_records_per_batch=shape_rng.choice(SMALL_BATCH_SIZES))
@@ -168,7 +172,7 @@ def byte_compare(
     )
     rows = [row for _, row in inputs]
 
-    comparison = _Comparison(opened, workers, target, cancel, resolved.name)
+    comparison = Comparison(opened, workers, target, cancel, resolved.name)
     candidate_run = _CandidateRun(workers, opened, target, rows, [source for source, _ in inputs], small_shape, shape, cancel, resolved.name)
     # A vectorized candidate isolates its own failing rows, so it can run on every row while the
     # original runs; a sql candidate fails whole jobs on rows the original raises on, so it waits.
@@ -264,6 +268,9 @@ def byte_compare(
         gpu_verified=verified,
         backend_note=f"{_backend(opened, target, resolved)}; {proof_note}",
         device_activity=activity,
+        confined=candidate_run.confinement.confined if candidate_run.confinement else False,
+        confinement=candidate_run.confinement.how if candidate_run.confinement else "the candidate did not run",
+        watch_events=parse(candidate_run.events),
         batch_shape=shape,
         small_batch_shape=small_shape,
         duration_s=round(time.monotonic() - started, 3),
@@ -288,6 +295,8 @@ class _CandidateRun:
         self.cancelled = False
         self.output_type: str | None = None
         self.contract_problems: list[str] = []
+        self.events: list[dict] = []
+        self.confinement = None
 
     def evaluate(self, indices: list[int]) -> None:
         parts = (
@@ -295,6 +304,7 @@ class _CandidateRun:
             ([i for i in indices if self.sources[i] == "hidden"], self.shape),
         )
         try:
+            self.confinement = self.workers.get("candidate", self.workspace.config.spark, self.backend).confinement
             for part, shape in parts:
                 if not part:
                     continue
@@ -302,9 +312,12 @@ class _CandidateRun:
                     "candidate", self.workspace, self.target, [self.rows[i] for i in part], shape=shape.model_dump(), typed=True, cancel=self.cancel, backend=self.backend
                 )
                 self.actual.update(zip(part, evaluation.outputs))
+                self.events += evaluation.events
+                self.confinement = evaluation.confinement
                 self.output_type = evaluation.output_type
                 self.contract_problems = _contract_problems(self.workspace, evaluation.output_type, evaluation.output_nullable)
         except EvaluationFailed as exc:
+            self.events += exc.events
             self.cancelled = exc.kind == "cancelled"
             self.error = str(exc) if self.cancelled else f"{self.target} could not be evaluated: {exc}"
 
@@ -317,7 +330,7 @@ class _Shrunk:
         self.difference = difference
 
 
-class _Comparison:
+class Comparison:
     def __init__(self, workspace: Workspace, workers: WorkerPool, target: str, cancel: threading.Event | None, backend: str = "cpu") -> None:
         self.workspace = workspace
         self.backend = backend

@@ -2,7 +2,12 @@
 
 PASS needs no blocking finding, `byte_compare` equal on fresh hidden inputs in the same call,
 and an intact workspace whose tests, if frozen, are as recorded. Every rule is code
-(aether_mcp.judge.cheat_rules for the static ones, the candidate worker's watch for the dynamic ones).
+(aether_mcp.judge.cheat_rules for the static ones; for the dynamic ones, the watch in the
+confined candidate processes, whose events are findings whether they came from the comparison
+or the watched runs). The watched runs' outputs are compared with the original like any other
+rows, at one batch per run, at the job's own Arrow batch size and above it, and one row per
+batch. Where the candidate's processes could not be confined, a clean verdict reads
+"PASS (unconfined)".
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from pathlib import Path
 import threading
 import time
 from typing import Any, Callable, Literal
@@ -24,16 +30,21 @@ from aether_mcp.judge.case_literals import NotALiteral, literal
 from aether_mcp.judge.compare import classify
 from aether_mcp.judge.hidden_inputs import hidden_rows
 from aether_mcp.judge.mined_values import mine
+from aether_mcp.judge.watch_events import WatchEvent, parse, rule_of
+from aether_mcp.wire.value_codec import Raised
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.test_freeze import freeze_record, require_frozen_tests_intact
 from aether_mcp.tools import device_proof
-from aether_mcp.tools.byte_compare import ByteCompareResult, byte_compare
+from aether_mcp.tools.byte_compare import ByteCompareResult, Comparison, byte_compare
 from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace, new_run_id
 
 SMALL_ROWS = 1_000
 LARGE_ROWS = 20_000
+TINY_BATCH_ROWS = 200  # rows run again one per batch, to catch results that depend on the batch
+JOB_BATCH_DEFAULT = 10_000  # spark.sql.execution.arrow.maxRecordsPerBatch when the job does not set it
+ARROW_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 MIN_HIDDEN_ROWS = 1_000
 MAX_HIDDEN_ROWS = 200_000
 Progress = Callable[[int, int | None, str], None]
@@ -63,7 +74,7 @@ class ComparisonSummary(BaseModel):
 class AuditCandidateResult(BaseModel):
     workspace: str
     candidate: str
-    verdict: Literal["PASS", "FAIL"]
+    verdict: Literal["PASS", "PASS (unconfined)", "FAIL"] = Field(description="PASS (unconfined): clean, but the candidate's processes could not be confined here (see confinement)")
     reasons: list[str] = Field(description="why the verdict is FAIL (empty on PASS)")
     findings: list[AuditFinding]
     comparison: ComparisonSummary
@@ -73,6 +84,9 @@ class AuditCandidateResult(BaseModel):
     gpu_verified: bool = Field(description="device counters showed the work on the GPU; false on the CPU backend")
     backend_note: str
     device_activity: DeviceActivity | None = Field(None, description="GPU backend: what the device did; its problems are blocking findings")
+    confined: bool = Field(description="every process that ran the candidate was confined")
+    confinement: str = Field(description="how, or why not")
+    watched_rows_compared: int = Field(0, description="rows of the watched runs compared with the original")
     duration_s: float
     result_path: str
 
@@ -108,8 +122,9 @@ def audit_candidate(
     # the comparison also records device activity on the GPU backend (device_proof)
     comparison = byte_compare(root, workers, workspace, name, hidden_rows=hidden_rows_count, cancel=cancel, backend=resolved.name)
     report(2, 3, "watched runs")
-    dynamic, watch_problem = _dynamic_findings(opened, workers, target, watched_rows, cancel, resolved.name)
-    findings += dynamic
+    watched = _Watched(opened, workers, target, watched_rows, cancel, resolved.name)
+    dynamic, watch_problem = watched.findings(comparison.equal)
+    findings += dynamic + _event_findings(opened, comparison.watch_events + watched.events)
     file = f"{CANDIDATE_DIR}/{name}.py"
     if comparison.device_activity is not None:
         findings += [_dynamic(problem.rule, file, f"device counters: {problem.message}") for problem in comparison.device_activity.problems]
@@ -125,19 +140,24 @@ def audit_candidate(
         reasons.append(f"byte_compare found {mismatched} mismatching rows" + (f" and {'; '.join(comparison.contract_problems)}" if comparison.contract_problems else ""))
     run_id = new_run_id()
     result_path = opened.state_dir / "runs" / run_id / "audit_candidate.json"
+    confined = comparison.confined and watched.confined
+    how = comparison.confinement if comparison.confinement == watched.confinement or not watched.confinement else f"{comparison.confinement}; watched runs: {watched.confinement}"
     result = AuditCandidateResult(
         workspace=str(opened.path),
         candidate=name,
-        verdict="PASS" if not reasons else "FAIL",
+        verdict="FAIL" if reasons else "PASS" if confined else "PASS (unconfined)",
         reasons=reasons,
         findings=findings,
         comparison=_summary(comparison),
-        tests="frozen as recorded" if freeze_record(opened) else "not frozen",
+        tests="not consulted: verify judges the cases as they are" if opened.from_scratch else "frozen as recorded" if freeze_record(opened) else "not frozen",
         backend=comparison.backend,
         simulated=comparison.simulated,
         gpu_verified=comparison.gpu_verified,
         backend_note=comparison.backend_note,
         device_activity=comparison.device_activity,
+        confined=confined,
+        confinement=how,
+        watched_rows_compared=watched.compared,
         duration_s=round(time.monotonic() - started, 3),
         result_path=str(result_path),
     )
@@ -174,7 +194,7 @@ def _static_findings(workspace: Workspace, name: str) -> list[AuditFinding]:
     except BadCandidate as exc:
         raise ToolError(f"{exc}; fix the candidate (run_tests shows the same problem) and audit again.") from None
     case_values = _case_literals(workspace)
-    original_values = cheat_rules.source_literals(workspace.original_module.read_text(encoding="utf-8"))
+    original_values = cheat_rules.source_literals(workspace.verified_original())
     entry_point = "build" if kind == "sql" else "evaluate"
     found: list[cheat_rules.RuleFinding] = []
     files = [path] + [p for p in cheat_rules.imported_workspace_modules(source, workspace.path / CANDIDATE_DIR, workspace.path) if p != path]
@@ -187,59 +207,145 @@ def _static_findings(workspace: Workspace, name: str) -> list[AuditFinding]:
     return [AuditFinding(check="static", **f.__dict__) for f in found]
 
 
-def _dynamic_findings(
-    workspace: Workspace, workers: WorkerPool, target: str, watched_rows: tuple[int, int], cancel: threading.Event | None, backend: str = "cpu"
-) -> tuple[list[AuditFinding], str | None]:
-    """Findings of the watched runs, and why the watched runs could not finish (a FAIL reason), if they could not."""
-    small_rows, large_rows = watched_rows
-    mined = mine(workspace.original_module.read_text(encoding="utf-8"))
-    small = hidden_rows(workspace.config, mined, small_rows, secrets.randbits(64))
-    large = hidden_rows(workspace.config, mined, large_rows, secrets.randbits(64))
-    file = f"{CANDIDATE_DIR}/{target.removeprefix('candidate:')}.py"
-    try:
-        watched = workers.audit(workspace, target, small, large, cancel=cancel, backend=backend)
-    except EvaluationFailed as exc:
-        if exc.kind == "cancelled":
-            raise ToolError("audit_candidate was cancelled; nothing is left running.") from None
-        if "TripwireTriggered" in str(exc) or "tripwire" in str(exc):
-            return [_dynamic("reaches_original", file, f"the candidate used the original while loading: {exc}")], None
-        return [], f"the watched runs could not finish ({exc}); a candidate must run under watch as it runs in byte_compare"
-    findings = []
-    for event in watched.get("events", []):
-        if event.startswith("tripwire") or "original" in event:
-            findings.append(_dynamic("reaches_original", file, event))
-        elif event.startswith("opened"):
-            findings.append(_dynamic("reads_forbidden", file, event))
-        else:
-            findings.append(_dynamic("escape", file, event))
-    for node in watched.get("plan_python_nodes", []):
-        findings.append(_dynamic("row_at_a_time", file, f"the executed plan evaluates Python ({node})"))
-    if watched.get("conf_changes"):
-        findings.append(_dynamic("tampering", file, f"the build changed Spark confs ({', '.join(watched['conf_changes'])}); they were restored"))
-    for call in watched.get("plan_jvm_calls", []):
-        findings.append(_dynamic("escape", file, f"the executed plan calls into the JVM or reads files ({call})"))
-    if watched["kind"] != "sql":
-        small_calls, large_calls = watched["calls_small"], watched["calls_large"]
-        rows_small, rows_large = watched["rows_small"], watched["rows_large"]
+class _Watched:
+    """The candidate run under watch in its worker, every output compared with the original."""
+
+    def __init__(self, workspace: Workspace, workers: WorkerPool, target: str, watched_rows: tuple[int, int], cancel: threading.Event | None, backend: str) -> None:
+        self.workspace, self.workers, self.target, self.cancel, self.backend = workspace, workers, target, cancel, backend
+        self.file = f"{CANDIDATE_DIR}/{target.removeprefix('candidate:')}.py"
+        small_rows, large_rows = watched_rows
+        mined = mine(workspace.verified_original())
+        self.small = hidden_rows(workspace.config, mined, small_rows, secrets.randbits(64))
+        self.large = hidden_rows(workspace.config, mined, large_rows, secrets.randbits(64))
+        job_batch = _job_batch(workspace)
+        # one batch each (the large one above the job's batch size); the job's own batch size; one row per batch
+        self.runs = {
+            "small": (self.small, len(self.small) + 1),
+            "large": (self.large, max(len(self.large), job_batch) + 1),
+            "tiny": (self.small[:TINY_BATCH_ROWS], 1),
+        }
+        # the large rows again at the job's own batch size, unwatched (only the outputs matter), when
+        # that layout differs from the large run's single batch
+        self.job_batch = job_batch if len(self.large) > job_batch else None
+        self.events: list[WatchEvent] = []
+        self.confined = False
+        self.confinement = ""
+        self.compared = 0
+
+    def findings(self, compared_equal: bool) -> tuple[list[AuditFinding], str | None]:
+        """Findings of the watched runs, and why the watched runs could not finish (a FAIL reason), if they could not.
+
+        Watched outputs that differ are a finding of their own when the comparison found the
+        candidate equal: it then behaves differently under watch, or only at the batch sizes the
+        watched runs use. When the comparison already failed, they are more of the same.
+        """
+        file = self.file
+        try:
+            watched = self.workers.audit(self.workspace, self.target, self.runs, cancel=self.cancel, backend=self.backend)
+        except EvaluationFailed as exc:
+            self.events = parse(exc.events)
+            if exc.kind == "cancelled":
+                raise ToolError("audit_candidate was cancelled; nothing is left running.") from None
+            if "TripwireTriggered" in str(exc) or "tripwire" in str(exc):
+                return [_dynamic("reaches_original", file, f"the candidate used the original while loading: {exc}")], None
+            if "aether-mcp watch:" in str(exc):
+                return [_dynamic("escape", file, f"the watch refused what the candidate did while loading: {exc}")], None
+            return [], f"the watched runs could not finish ({exc}); a candidate must run under watch as it runs in byte_compare"
+        self.confined, self.confinement = watched["confinement"].confined, watched["confinement"].how
+        self.events = parse(watched.get("events"))
+        findings = []
+        for node in watched.get("plan_python_nodes", []):
+            findings.append(_dynamic("row_at_a_time", file, f"the executed plan evaluates Python ({node})"))
+        if watched.get("conf_changes"):
+            findings.append(_dynamic("tampering", file, f"the build changed Spark confs ({', '.join(watched['conf_changes'])}); they were restored"))
+        for call in watched.get("plan_jvm_calls", []):
+            findings.append(_dynamic("escape", file, f"the executed plan calls into the JVM or reads files ({call})"))
+        if watched["kind"] == "sql":
+            return findings, None
+        runs = watched["runs"]
+        small, large = runs["small"], runs["large"]
         # Calls that do not grow with the rows are per-batch helpers; per-row work grows with them.
-        if rows_small and rows_large >= 4 * rows_small and large_calls > 2 * small_calls + 10:
+        if small["rows"] and large["rows"] >= 4 * small["rows"] and large["calls"] > 2 * small["calls"] + 10:
             findings.append(
                 _dynamic(
                     "row_at_a_time",
                     file,
-                    f"{small_calls} Python steps (calls and lines) in the candidate's code for {rows_small} rows, {large_calls} for {rows_large}: the work grows with the rows",
+                    f"{small['calls']} Python steps (calls and lines) in the candidate's code for {small['rows']} rows, {large['calls']} for {large['rows']}: the work grows with the rows",
                 )
             )
-        if watched["inputs_changed"]:
+        if any(run.get("inputs_changed") for run in runs.values()):
             findings.append(_dynamic("tampering", file, "the candidate changed its input columns in place"))
-        for one, tiny in zip(watched["outputs_one_batch"], watched["outputs_tiny_batches"]):
+        for one, tiny in zip(small["outputs"], runs["tiny"]["outputs"]):
             difference = classify(one, tiny)
             if difference is not None:
                 findings.append(_dynamic("batch_dependent", file, f"one batch vs one-row batches: {difference.detail}"))
                 break
-    if watched["kind"] != "sql" and (watched.get("threads_left") or watched.get("children_left")):
-        findings.append(_dynamic("escape", file, f"left {watched.get('threads_left', 0)} threads and {watched.get('children_left', 0)} child processes running"))
-    return findings, None
+        if self.job_batch:
+            try:
+                at_job = self.workers.evaluate(
+                    "candidate", self.workspace, self.target, self.large, shape={"partitions": 1, "max_records_per_batch": self.job_batch}, typed=True, cancel=self.cancel, backend=self.backend
+                )
+            except EvaluationFailed as exc:
+                return findings, f"the run at the job's Arrow batch size ({self.job_batch}) could not finish ({exc})"
+            self.events += parse(at_job.events)
+            runs["job"] = {"outputs": at_job.outputs}
+        differences = self._compared_with_original(runs)
+        if compared_equal:
+            findings += differences
+        left_threads = max(run.get("threads_left", 0) for run in runs.values())
+        left_children = max(run.get("children_left", 0) for run in runs.values())
+        if left_threads or left_children:
+            findings.append(_dynamic("escape", file, f"left {left_threads} threads and {left_children} child processes running"))
+        return findings, None
+
+    def _compared_with_original(self, runs: dict[str, Any]) -> list[AuditFinding]:
+        """Watched outputs are outputs: each run's rows against the original's, under the same policy as byte_compare."""
+        comparison = Comparison(self.workspace, self.workers, self.target, self.cancel, self.backend)
+        try:
+            expected_small = self.workers.evaluate("reference", self.workspace, "original", self.small, typed=True, cancel=self.cancel).outputs
+            expected_large = self.workers.evaluate("reference", self.workspace, "original", self.large, typed=True, cancel=self.cancel).outputs
+        except EvaluationFailed as exc:
+            return [_dynamic("watch_dependent", self.file, f"the original could not be evaluated on the watched rows ({exc}), so they could not be compared")]
+        expected = {"small": expected_small, "large": expected_large, "job": expected_large, "tiny": expected_small[:TINY_BATCH_ROWS]}
+        layouts = {label: (rows, batch, "watch_dependent", "watched run") for label, (rows, batch) in self.runs.items()}
+        if "job" in runs:
+            layouts["job"] = (self.large, self.job_batch, "batch_dependent", "run at the job's batch size")
+        findings = []
+        for label, (rows, batch, rule, what) in layouts.items():
+            wrong, example = 0, ""
+            for row, want, got in zip(rows, expected[label], runs[label]["outputs"]):
+                if isinstance(want, Raised):
+                    continue
+                self.compared += 1
+                found, _ = comparison.difference(row, want, got)
+                if found is not None:
+                    wrong += 1
+                    example = example or f"args {[repr(v) for v in row]}: {found.detail}"
+            if wrong:
+                findings.append(_dynamic(rule, self.file, f"{what} '{label}' ({len(rows)} rows, Arrow batches of {batch}): {wrong} rows differ from the original, e.g. {example}"))
+        return findings
+
+
+def _job_batch(workspace: Workspace) -> int:
+    try:
+        return max(1, int(workspace.config.spark.conf.get(ARROW_BATCH_CONF, JOB_BATCH_DEFAULT)))
+    except ValueError:
+        return JOB_BATCH_DEFAULT
+
+
+def _event_findings(workspace: Workspace, events: list[WatchEvent]) -> list[AuditFinding]:
+    """Each kind of thing the watch saw, once per place in the candidate's code."""
+    found: dict[tuple[str, str, int | None], AuditFinding] = {}
+    for event in events:
+        rule = rule_of(event)
+        try:
+            file = Path(event.file).resolve().relative_to(workspace.path).as_posix()
+        except (ValueError, OSError):
+            file = event.file
+        key = (rule, file, event.line)
+        if key not in found:
+            found[key] = AuditFinding(rule=rule, severity="block", check="dynamic", file=file, line=event.line, evidence=f"watch: {event.text()}", why=cheat_rules.WHY[rule], fix=cheat_rules.FIX[rule])  # type: ignore[arg-type]
+    return list(found.values())
 
 
 def _dynamic(rule: str, file: str, evidence: str, severity: str = "block") -> AuditFinding:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import json
 import shutil
-import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -30,9 +29,9 @@ from aether_mcp.backend import BackendUnavailable, Resolved, resolve
 from aether_mcp.candidates import BadCandidate, candidate_path, declared_target
 from aether_mcp.judge.cheat_rules import device_capable
 from aether_mcp.parsers import nsys_report
-from aether_mcp.processes import subprocess_runner
 from aether_mcp.parsers.nsys_report import NsysSummary
-from aether_mcp.workspace import Workspace, new_run_id, state_home
+from aether_mcp.processes import confined_child, subprocess_runner
+from aether_mcp.workspace import Workspace, new_run_id
 
 DEVICE_ROWS = 100_000
 DEVICE_CALLS = 2  # one warm-up call (compilation, caches) and one more, both traced
@@ -114,12 +113,21 @@ def record(opened: Workspace, name: str, env: dict[str, str], folder: Path, time
     """Run the candidate's evaluate(*series) under `nsys` with `env` (the backend's) and judge what the device did."""
     data = bench_data.generate(opened, DEVICE_ROWS, None, None, lambda done, total, message: report(0, None, message))
     report(0, None, f"recording device activity of evaluate() on {DEVICE_ROWS} rows under nsys")
-    request = {"workspace": str(opened.path), "target": f"candidate:{name}", "data": data.path, "result": str(folder / "micro.json"), "profile": "nsys", "repeats": DEVICE_CALLS - 1}
-    (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
     output = folder / "device"
-    argv = nsys_report.profile_command(output, [sys.executable, "-I", "-B", "-m", "aether_mcp.confined.micro_bench", str(folder / "request.json")])
-    child_env = {"AETHER_MCP_STATE_DIR": str(state_home()), "PYARROW_IGNORE_TIMEZONE": "1", **env}
-    _run(argv, folder, "nsys_profile.log", timeout_s, cancel, child_env)
+    child = confined_child.run(
+        opened,
+        "aether_mcp.confined.micro_bench",
+        {**confined_child.sources(opened, f"candidate:{name}"), "data": data.path, "profile": "nsys", "repeats": DEVICE_CALLS - 1},
+        folder=folder,
+        result_name="micro.json",
+        timeout_s=timeout_s,
+        cancel=cancel,
+        read=[data.path],
+        env_extra=env,
+        wrap=lambda argv: nsys_report.profile_command(output, argv),
+        log_name="nsys_profile.log",
+    )
+    _check(child.ended)
     try:
         raw = json.loads((folder / "micro.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -129,7 +137,7 @@ def record(opened: Workspace, name: str, env: dict[str, str], folder: Path, time
     report_file = nsys_report.nsys_rep_path(output)
     if not report_file.is_file():
         raise ToolError(f"nsys profile wrote no report under {folder}; see {folder / 'nsys_profile.log'}.")
-    _run(nsys_report.stats_command(report_file, folder / "stats"), folder, "nsys_stats.log", timeout_s, cancel, child_env)
+    _run(nsys_report.stats_command(report_file, folder / "stats"), folder, "nsys_stats.log", timeout_s, cancel, {"PYARROW_IGNORE_TIMEZONE": "1", **env})
     paths = nsys_report.report_paths(folder / "stats")
     summary = nsys_report.parse_reports(paths, float(raw["profiled_s"]), int(raw["data_bytes"]), int(raw["result_bytes"]), DEVICE_ROWS)
     return DeviceActivity(
@@ -168,10 +176,14 @@ def prove(opened: Workspace, name: str, resolved: Resolved, timeout_s: float, ca
 
 
 def _run(argv: list[str], folder: Path, log: str, timeout_s: float, cancel: threading.Event | None, env: dict[str, Any]) -> None:
-    ended = subprocess_runner.run(argv, cwd=folder, log_path=folder / log, timeout_s=timeout_s, env_extra=env, cancel=cancel)
+    """nsys stats: it reads nsys's own report and runs no agent code."""
+    _check(subprocess_runner.run(argv, cwd=folder, log_path=folder / log, timeout_s=timeout_s, env_extra=env, cancel=cancel))
+
+
+def _check(ended: subprocess_runner.ProcessResult) -> None:
     if ended.cancelled:
         raise ToolError("the device check was cancelled; nothing is left running.")
     if ended.timed_out:
-        raise ToolError(f"the device check did not finish within {timeout_s:.0f}s and was stopped (log: {ended.log_path}).")
+        raise ToolError(f"the device check did not finish within {ended.duration_s:.0f}s and was stopped (log: {ended.log_path}).")
     if ended.returncode != 0:
         raise ToolError(f"the device check failed (exit {ended.returncode}): {ended.tail[-1200:]} (log: {ended.log_path})")

@@ -27,7 +27,7 @@ from aether_mcp import bench_data, snapshot_store
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.test_freeze import freeze_record
-from aether_mcp.tools.benchmarking import _benchmarkable, _checked, _run_application, bootstrap_paired_ci, paired_speedup
+from aether_mcp.tools.benchmarking import _benchmarkable, _checked, _output_mismatch, _run_application, bootstrap_paired_ci, paired_speedup
 from aether_mcp.tools.cheat_audit import MAX_HIDDEN_ROWS, MIN_HIDDEN_ROWS, AuditCandidateResult, audit_candidate
 from aether_mcp.workspace import CANDIDATE_DIR, Workspace
 
@@ -110,7 +110,7 @@ def try_optimization(
     report(0, 3, "audit_candidate with a fresh comparison on hidden rows")
     audit = audit_candidate(root, workers, str(opened.path), name, hidden_rows, cancel=cancel)
     speedup = interval = benchmark = None
-    if audit.verdict != "PASS":
+    if audit.verdict == "FAIL":
         accepted, reason = False, f"audit_candidate FAIL: {'; '.join(audit.reasons[:3])}"
     else:
         report(1, 3, f"timing against the best (snapshot {best.snapshot_id}) in one interleaved run")
@@ -118,7 +118,7 @@ def try_optimization(
         data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(1, 3, message))
         try:
             run_folder, raw = _run_application(
-                opened, f"candidate:{name}", data.path, {"modes": ["best", "candidate"], "repeats": repeats, "warmup": 1, "best": str(folder)}, None, timeout_s, cancel, report, resolved
+                opened, f"candidate:{name}", data.path, {"modes": ["best", "candidate"], "repeats": repeats, "warmup": 1}, None, timeout_s, cancel, report, resolved, best=folder
             )
         except ToolError as exc:
             if cancel is not None and cancel.is_set():
@@ -129,6 +129,8 @@ def try_optimization(
             Path(benchmark).write_text(json.dumps({"label": label, "best_snapshot": best.snapshot_id, "attempt_snapshot": attempt.snapshot_id, **raw}, indent=2), encoding="utf-8")
         if raw["failed"] or not raw["runs"].get("best") or not raw["runs"].get("candidate"):
             accepted, reason = False, f"the timed run failed: {json.dumps(raw['failed'])[:500]}"
+        elif _output_mismatch(raw):
+            accepted, reason = False, f"wrong at benchmark scale: {_output_mismatch(raw)}"
         else:
             speedup = paired_speedup(raw["runs"]["best"], raw["runs"]["candidate"])
             interval = bootstrap_paired_ci(raw["runs"]["best"], raw["runs"]["candidate"])
@@ -179,7 +181,7 @@ def _start(root, workers, opened: Workspace, name: str, label: str, min_gain: fl
         audit = audit_candidate(root, workers, str(opened.path), name, hidden_rows, cancel=cancel)
     else:
         report(1, 1, f"reusing the PASS of {audit.result_path}: these bytes, audited against the tests as frozen now")
-    if audit.verdict != "PASS":
+    if audit.verdict == "FAIL":
         _append_journal(opened, {"candidate": name, "step": 0, "label": label, "accepted": False, "reverted": False, "reason": "starting point failed audit_candidate", "audit_reasons": audit.reasons, "snapshot_id": attempt.snapshot_id})
         raise ToolError(
             f"candidate {name!r} cannot be the starting point: audit_candidate FAIL ({'; '.join(audit.reasons[:3])}). "
@@ -286,7 +288,7 @@ def _current_pass(opened: Workspace, name: str) -> AuditCandidateResult | None:
         frozen = dt.datetime.fromisoformat((freeze_record(opened) or {})["time"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if audit.verdict == "PASS" and audit.tests == "frozen as recorded" and latest.get("candidate_digest") == _digest(opened, name) and audited > frozen:
+    if audit.verdict.startswith("PASS") and audit.tests == "frozen as recorded" and latest.get("candidate_digest") == _digest(opened, name) and audited > frozen:
         return audit
     return None
 

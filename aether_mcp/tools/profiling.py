@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 import threading
 import time
 from pathlib import Path
@@ -26,12 +25,13 @@ from pydantic import BaseModel, Field
 
 from aether_mcp import bench_data
 from aether_mcp.parsers import nsys_report
-from aether_mcp.processes import subprocess_runner
+from aether_mcp.candidates import candidate_path
+from aether_mcp.processes import confined_child, subprocess_runner
 from aether_mcp.parsers.nsys_report import CudaApiStat, KernelStat, NvtxRangeStat, TransferStat
 from aether_mcp.backend import Resolved
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.tools.benchmarking import _benchmarkable, _child_env, _run_child
+from aether_mcp.tools.benchmarking import _benchmarkable
 from aether_mcp.workspace import Workspace, new_run_id
 
 PROFILES_DIR = "profiles"
@@ -112,7 +112,7 @@ def _on_gpu(resolved: Resolved) -> bool:
 
 def _cpu(opened: Workspace, name: str, folder: Path, data: str, rows: int, timeout_s: float, cancel: threading.Event | None, report: Progress, resolved: Resolved) -> ProfileResult:
     report(0, None, f"profiling evaluate() on {rows} rows with Python's profiler")
-    raw = _micro(opened, name, folder, data, {"profile": "cpu", "pstats": str(folder / "profile.pstats"), "text": str(folder / "profile.txt")}, timeout_s, cancel, resolved)
+    raw = _micro(opened, name, folder, data, {"profile": "cpu"}, timeout_s, cancel, resolved)
     reason = resolved.note if not _on_gpu(resolved) else "nsys (Nsight Systems) is not on the PATH"
     hotspots = cpu_hotspots(raw["functions"], rows, raw["candidate_file"])
     return ProfileResult(
@@ -172,10 +172,21 @@ def cpu_hints(hotspots: list[Hotspot], functions: list[dict[str, Any]]) -> list[
 
 def _nsys(opened: Workspace, name: str, folder: Path, data: str, rows: int, timeout_s: float, cancel: threading.Event | None, report: Progress, resolved: Resolved) -> ProfileResult:
     report(0, None, f"profiling evaluate() on {rows} rows under nsys")
-    request = _request(opened, name, folder, data, {"profile": "nsys", "repeats": 3})
     output = folder / "profile"
-    argv = nsys_report.profile_command(output, [sys.executable, "-I", "-B", "-m", "aether_mcp.confined.micro_bench", str(request)])
-    _run(opened, argv, folder, "nsys_profile.log", timeout_s, cancel, "nsys profile", resolved)
+    child = confined_child.run(
+        opened,
+        "aether_mcp.confined.micro_bench",
+        {**confined_child.sources(opened, f"candidate:{name}"), "data": data, "profile": "nsys", "repeats": 3},
+        folder=folder,
+        result_name="micro.json",
+        timeout_s=timeout_s,
+        cancel=cancel,
+        read=[data],
+        env_extra=resolved.env(),
+        wrap=lambda argv: nsys_report.profile_command(output, argv),
+        log_name="nsys_profile.log",
+    )
+    _ended(child.ended, "nsys profile")
     raw = _result(folder / "micro.json")
     report_file = nsys_report.nsys_rep_path(output)
     if not report_file.is_file():
@@ -261,26 +272,35 @@ def plan_hints(codegen: dict[str, Any], hotspots: list[Hotspot]) -> list[str]:
 
 
 def _micro(opened: Workspace, name: str, folder: Path, data: str, extra: dict[str, Any], timeout_s: float, cancel: threading.Event | None, resolved: Resolved) -> dict[str, Any]:
-    _request(opened, name, folder, data, extra)
-    raw = _run_child(opened, "aether_mcp.confined.micro_bench", folder, "micro.json", timeout_s, cancel, None, "the profiled process", resolved)
-    if raw.get("error"):
-        raise ToolError(f"nsys_profile could not run the candidate: {raw['error']}; run_tests and byte_compare show where it fails.")
+    child = confined_child.run(
+        opened,
+        "aether_mcp.confined.micro_bench",
+        {**confined_child.sources(opened, f"candidate:{name}"), "data": data, **extra},
+        folder=folder,
+        result_name="micro.json",
+        timeout_s=timeout_s,
+        cancel=cancel,
+        read=[data],
+        env_extra=resolved.env(),
+        keep=("profile.pstats", "profile.txt"),
+    )
+    _ended(child.ended, "the profiled process")
+    raw = _result(folder / "micro.json")
+    raw["candidate_file"] = str(candidate_path(opened, f"candidate:{name}"))
     return raw
 
 
-def _request(opened: Workspace, name: str, folder: Path, data: str, extra: dict[str, Any]) -> Path:
-    request = {"workspace": str(opened.path), "target": f"candidate:{name}", "data": data, "result": str(folder / "micro.json"), **extra}
-    path = folder / "request.json"
-    path.write_text(json.dumps(request), encoding="utf-8")
-    return path
-
-
 def _run(opened: Workspace, argv: list[str], folder: Path, log: str, timeout_s: float, cancel: threading.Event | None, what: str, resolved: Resolved) -> None:
-    ended = subprocess_runner.run(argv, cwd=folder, log_path=folder / log, timeout_s=timeout_s, env_extra=_child_env(opened, resolved), cancel=cancel)
+    """nsys stats, which reads nsys's own report and runs no agent code."""
+    ended = subprocess_runner.run(argv, cwd=folder, log_path=folder / log, timeout_s=timeout_s, env_extra=resolved.env(), cancel=cancel)
+    _ended(ended, what)
+
+
+def _ended(ended: subprocess_runner.ProcessResult, what: str) -> None:
     if ended.cancelled:
         raise ToolError(f"nsys_profile was cancelled; {what} was stopped and nothing is left running.")
     if ended.timed_out:
-        raise ToolError(f"{what} did not finish within {timeout_s:.0f}s and was stopped; try fewer rows (log: {ended.log_path}).")
+        raise ToolError(f"{what} did not finish within {ended.duration_s:.0f}s and was stopped; try fewer rows (log: {ended.log_path}).")
     if ended.returncode != 0:
         raise ToolError(f"{what} failed (exit {ended.returncode}): {ended.tail[-1200:]} (log: {ended.log_path})")
 

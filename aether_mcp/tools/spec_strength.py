@@ -165,7 +165,7 @@ def mutation_score(root: SandboxRoot, workers: WorkerPool, workspace: str) -> Mu
     started = time.monotonic()
     opened = Workspace.open_intact(root, workspace)
     inputs = _captured_cases(opened, workers)
-    mutants = generate_mutants(opened.original_module.read_text(encoding="utf-8"))
+    mutants = generate_mutants(opened.verified_original())
     result = _run_spec(opened, {"mode": "mutation", "inputs": inputs, "mutants": [{"id": m.mutant_id, "source": m.source} for m in mutants]})
     verdicts = {v["id"]: v for v in result["verdicts"]}
     by_id = {m.mutant_id: m for m in mutants}
@@ -309,7 +309,7 @@ def _run_spec(workspace: Workspace, job: dict[str, Any]) -> dict[str, Any]:
     job = {
         **job,
         "module_path": str(workspace.original_module),
-        "source": workspace.original_module.read_text(encoding="utf-8"),
+        "source": workspace.verified_original(),
         "function": config.function,
         "kind": config.kind,
         "return_type": config.return_type,
@@ -337,7 +337,7 @@ def _probe_rows(workspace: Workspace) -> list[list[Any]]:
     rows = [row for row, _ in _boundary_rows(workspace)]
     rows += _composed_rows(workspace, cases)
     rows += edge_rows(config, cases)
-    rows += hidden_rows(config, mine(workspace.original_module.read_text(encoding="utf-8")), PROBE_ROWS, secrets.randbits(64))
+    rows += hidden_rows(config, mine(workspace.verified_original()), PROBE_ROWS, secrets.randbits(64))
     zone = zoneinfo.ZoneInfo(config.spark.conf.get("spark.sql.session.timeZone", "UTC"))
     return [[session_naive(value, zone) for value in row] for row in rows]
 
@@ -346,7 +346,7 @@ def _composed_rows(workspace: Workspace, cases: list[list[Any]]) -> list[list[An
     """Each string argument set to compositions of the original's literals, the others from a case."""
     types = [parse_type(a.type).simpleString() for a in workspace.config.udf.args]
     base = list(cases[0]) if cases and len(cases[0]) == len(types) else [_typical(t) for t in types]
-    compositions = literal_compositions(mine(workspace.original_module.read_text(encoding="utf-8")))
+    compositions = literal_compositions(mine(workspace.verified_original()))
     rows = []
     for position, ddl in enumerate(types):
         if ddl == "string":
@@ -364,7 +364,7 @@ def _boundary_rows(workspace: Workspace) -> list[tuple[list[Any], str]]:
     names = [a.name for a in config.udf.args]
     cases = read_case_rows(workspace.path / TESTS_DIR / "cases.py")
     base = list(cases[0]) if cases and len(cases[0]) == len(types) else [_typical(t) for t in types]
-    mined = mine(workspace.original_module.read_text(encoding="utf-8"))
+    mined = mine(workspace.verified_original())
     rows: list[tuple[list[Any], str]] = []
     for position, ddl in enumerate(types):
         if ddl in ("tinyint", "smallint", "int", "bigint", "float", "double"):
@@ -409,7 +409,7 @@ def _covers(item: dict[str, Any], arcs: list[list[int]]) -> bool:
 
 
 def _source_lines(workspace: Workspace) -> dict[int, str]:
-    return {n: text for n, text in enumerate(workspace.original_module.read_text(encoding="utf-8").splitlines(), start=1)}
+    return {n: text for n, text in enumerate(workspace.verified_original().splitlines(), start=1)}
 
 
 def _digests(workspace: Workspace) -> dict[str, str]:

@@ -2,13 +2,18 @@
 
 pytest runs as `python -I -m pytest` with plugin autoload disabled, no conftest files, the
 harness's own ini file and plugin, stdin closed, its own process group and a hard timeout that
-kills the group. `udf_under_test` is bound to the target through a warm Spark worker. Results
-come from the structured report the harness plugin writes, never from the exit code.
+kills the group. The tests are agent code, so the process is confined: it reads tests/ and the
+Python environment, writes only a scratch folder made for the run (its report and progress
+stream are copied into .aether/ afterwards), and names nothing of the server's state.
+`udf_under_test` is bound to the target through a warm Spark worker: the server gives the worker
+the target's source, the run only a handle to it. Results come from the structured report the
+harness plugin writes, never from the exit code.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import threading
 import time
@@ -20,10 +25,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, ValidationError
 
 from aether_mcp.backend import CPU, Resolved
-from aether_mcp.processes import subprocess_runner
 from aether_mcp.candidates import check_target
+from aether_mcp.judge.watch_events import WatchEvent, parse
+from aether_mcp.processes import confinement, subprocess_runner
+from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.test_freeze import require_frozen_tests_intact
-from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.workspaces import latest_runs_path, tests_digest
@@ -64,6 +70,9 @@ class RunTestsResult(BaseModel):
     backend: Literal["cpu", "gpu"] = Field("cpu", description="where the target ran: the CPU backend (pandas/NumPy, kernels simulated) or the GPU one")
     simulated: bool = Field(False, description="a kernel candidate ran under numba's CUDA simulator: correctness only, no GPU speed")
     backend_note: str = ""
+    confined: bool = Field(False, description="the test process ran confined (it could read only tests/ and the Python environment, write only its scratch)")
+    confinement: str = Field("", description="how the test process and the worker were confined, or why not")
+    watch_events: list[WatchEvent] = Field(default_factory=list, description="what the watch saw the test code and the target do (audit_candidate fails a candidate on any of these)")
 
 
 def run_tests(
@@ -105,46 +114,68 @@ def run_suite(
     if not test_files:
         raise ToolError("the workspace has no tests: write tests/test_*.py files (tests/test_behaviour.py runs every case in tests/cases.py).")
     # A canary target needs no Spark: the harness plugin answers it itself.
-    worker = None if target.startswith("canary:") else workers.get("reference" if target == "original" else "candidate", opened.config.spark, resolved.name)
+    worker, context_id = None, ""
+    if not target.startswith("canary:"):
+        try:
+            worker, context_id = workers.bind("reference" if target == "original" else "candidate", opened, target, resolved.name)
+        except EvaluationFailed as exc:
+            raise ToolError(f"the {target} worker could not take the run ({exc}); call run_tests again.") from None
 
     run_id = new_run_id()
     run_dir = opened.state_dir / "runs" / run_id
     run_dir.mkdir(parents=True)
-    report_path = run_dir / "report.json"
-    progress_path = run_dir / "progress.jsonl"
     log_path = run_dir / "pytest.log"
     limit = timeout_s or opened.config.tests.timeout_s
-    argv = [
-        sys.executable,
-        "-I",
-        "-B",
-        "-m",
-        "pytest",
-        "-p",
-        "aether_mcp.confined.pytest_plugin",
-        "-p",
-        "no:cacheprovider",
-        "--noconftest",
-        "-c",
-        str(resources.files("aether_mcp") / "confined" / "pytest.ini"),
-        "--rootdir",
-        str(opened.path),
-        "--tb=short",
-        "-q",
-        TESTS_DIR,
-    ]
-    env = {
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        "AETHER_WORKER_SOCKET": worker.socket_path if worker else "",
-        "AETHER_WORKSPACE": str(opened.path),
-        "AETHER_TARGET": target,
-        "AETHER_REPORT_PATH": str(report_path),
-        "AETHER_PROGRESS_PATH": str(progress_path),
-        "AETHER_DEADLINE": str(time.time() + limit),
-    }
-    watcher = _ProgressWatcher(progress_path, progress)
-    outcome = subprocess_runner.run(argv, cwd=opened.path, log_path=log_path, timeout_s=limit, env_extra=env, cancel=cancel, on_poll=watcher.poll)
-    watcher.poll()  # the last tests often finish between two polls
+    with confinement.Scratch("tests") as scratch:
+        report_path = scratch.path / "report.json"
+        progress_path = scratch.path / "progress.jsonl"
+        argv = [
+            sys.executable,
+            "-I",
+            "-B",
+            "-m",
+            "pytest",
+            "-p",
+            "aether_mcp.confined.pytest_plugin",
+            "-p",
+            "no:cacheprovider",
+            "--noconftest",
+            # collection starts at tests/: the confined run may not list the folders above it
+            "--confcutdir",
+            str(opened.path / TESTS_DIR),
+            "-c",
+            str(resources.files("aether_mcp") / "confined" / "pytest.ini"),
+            "--rootdir",
+            str(opened.path),
+            "--tb=short",
+            "-q",
+            TESTS_DIR,
+        ]
+        tests_policy = confinement.Policy(read=[str(opened.path / TESTS_DIR)], write=[str(scratch.path)])
+        argv, status = confinement.wrap(argv, tests_policy, workers.forbidden + [opened.root.path])
+        env = confinement.environment(
+            scratch.path,
+            {
+                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                "AETHER_WORKER_SOCKET": worker.socket_path if worker else "",
+                "AETHER_WORKER_TOKEN": worker.token if worker else "",
+                "AETHER_CONTEXT_ID": context_id,
+                "AETHER_TARGET": target,
+                "AETHER_TESTS_DIR": str(opened.path / TESTS_DIR),
+                "AETHER_REPORT_PATH": str(report_path),
+                "AETHER_PROGRESS_PATH": str(progress_path),
+                "AETHER_DEADLINE": str(time.time() + limit),
+                "TZ": opened.config.spark.conf.get("spark.sql.session.timeZone", "UTC"),
+            },
+            confined=status.confined,
+        )
+        watcher = _ProgressWatcher(progress_path, progress)
+        outcome = subprocess_runner.run(argv, cwd=opened.path, log_path=log_path, timeout_s=limit, env=env, cancel=cancel, on_poll=watcher.poll)
+        watcher.poll()  # the last tests often finish between two polls
+        for produced in (report_path, progress_path):
+            if produced.is_file() and not produced.is_symlink():
+                shutil.copyfile(produced, run_dir / produced.name)
+    report_path, progress_path = run_dir / "report.json", run_dir / "progress.jsonl"
     if (outcome.timed_out or outcome.cancelled) and worker is not None:
         # The worker may be stuck inside the hung evaluation; the next run gets a fresh one.
         workers.discard(worker)
@@ -177,7 +208,18 @@ def run_suite(
         backend=resolved.name,  # type: ignore[arg-type]
         simulated=resolved.simulated,
         backend_note=resolved.note,
+        confined=status.confined and (worker is None or worker.role == "reference" or worker.confinement.confined),
+        confinement=f"test process: {status.how}" + (f"; {worker.role} worker: {worker.confinement.how}" if worker else ""),
+        watch_events=_events(report_path),
     )
+
+
+def _events(report_path: Path) -> list[WatchEvent]:
+    try:
+        data = json.loads(report_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return parse([*data.get("test_events", []), *data.get("target_events", [])])
 
 
 class _ProgressWatcher:

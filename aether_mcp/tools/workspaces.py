@@ -168,6 +168,7 @@ class IntegrityStatus(BaseModel):
     added: list[str]
     problem: str | None = None
     recover: str | None = None
+    note: str | None = Field(None, description="e.g. re-signed under this server's key after the workspace was derived again from its job source")
 
 
 class FileEntry(BaseModel):
@@ -279,6 +280,7 @@ def workspace_status(root: SandboxRoot, workspace: str) -> WorkspaceStatusResult
             added=integrity.added,
             problem=integrity.manifest_problem,
             recover=recover,
+            note=integrity.note,
         ),
         files=files,
         test_files=test_files,
@@ -373,7 +375,7 @@ def _latest(workspace: Workspace, editable: dict[str, Path], filename: str, summ
 
 def _audit_gate(audits: dict[str, AuditSummary]) -> Gate:
     current = {name: a for name, a in audits.items() if not a.candidate_changed_since}
-    clean = sorted(name for name, a in current.items() if a.verdict == "PASS")
+    clean = sorted(name for name, a in current.items() if a.verdict.startswith("PASS"))
     if clean:
         return Gate(name="candidate_audited", status="pass", detail=f"audit_candidate passed: {', '.join(clean)}")
     if current:

@@ -1,6 +1,8 @@
 """The red-team corpus: candidates (honest and cheating) for the bundled examples and small rules jobs.
 
-Each candidate file starts with `# expect: honest` or `# expect: <rule>`; the example folders'
+Each candidate file starts with `# expect: honest` or `# expect: <rule>`, and a cheat's second
+line says which kinds of check must each catch it: `# caught by: static`, `dynamic` or both, so a
+broken dynamic check cannot hide behind a static rule that still fires. The example folders'
 own candidates are honest. `UDFS` says where each UDF comes from and which rows its cases record.
 """
 
@@ -50,6 +52,7 @@ class Entry:
     path: Path
     expect: str  # "honest" or the rule that must catch it
     target: str
+    checks: tuple[str, ...] = ()  # the kinds of check ("static", "dynamic") that must each find that rule
 
     @property
     def id(self) -> str:
@@ -59,10 +62,15 @@ class Entry:
 def entries() -> list[Entry]:
     found = [Entry(udf, path.stem, path, "honest", _target(path)) for udf, path in EXAMPLE_HONEST.items()]
     for path in sorted((HERE / "candidates").glob("*/*.py")):
-        match = re.match(r"# expect: (\w+)", path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        match = re.match(r"# expect: (\w+)", text)
         if not match:
             raise AssertionError(f"{path} lacks its '# expect:' line")
-        found.append(Entry(path.parent.name, path.stem, path, match.group(1), _target(path)))
+        caught = re.search(r"^# caught by: ([a-z, ]+)$", text, re.MULTILINE)
+        checks = tuple(c.strip() for c in caught.group(1).split(",")) if caught else ()
+        if match.group(1) != "honest" and not checks:
+            raise AssertionError(f"{path} lacks its '# caught by:' line")
+        found.append(Entry(path.parent.name, path.stem, path, match.group(1), _target(path), checks))
     return found
 
 

@@ -1,0 +1,194 @@
+"""Candidates as Spark transformations, in the confined candidate worker: loaded from the text the server read.
+
+A `sql` candidate's `build(*cols)` runs here, in the worker's own process, under the watch; a
+`vectorized`/`kernel` candidate runs in Spark's Python workers through `mapInArrow`, its source
+shipped by value inside the mapper (this process never executes it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_type
+
+from aether_mcp.candidates import BadCandidate, declared_target, defines_function
+from aether_mcp.confined import arrow_batches, watch
+from aether_mcp.confined.arrow_batches import AUDIT, ERROR, EVENTS, OUTPUT, ROW_ID
+from aether_mcp.evaluation.source_modules import digest, module_from_source
+from aether_mcp.evaluation.target_evaluation import (
+    ARROW_BATCH_CONF,
+    LoadedTarget,
+    RowCoercer,
+    TargetError,
+    apply_build,
+    argument_columns,
+    argument_schema,
+    arrow_frame,
+    first_line,
+    import_failure_message,
+    is_import_failure,
+)
+from aether_mcp.spark_types import parse_type
+from aether_mcp.wire.value_codec import Raised
+
+TINY_BATCH_ROWS = 200  # rows run again one per batch, to catch results that depend on the batch
+PYTHON_PLAN_NODES = (
+    "BatchEvalPython", "ArrowEvalPython", "MapInPandas", "MapInArrow", "PythonMapInArrow", "FlatMapGroupsInPandas",
+    "FlatMapCoGroupsInPandas", "AggregateInPandas", "WindowInPandas", "PythonUDTF", "EvalPythonUDTF", "PythonUDF",
+)
+# Expressions that call arbitrary JVM methods or read files, as they print in an executed plan.
+JVM_PLAN_CALLS = re.compile(r"\b(?:try_reflect|reflect|java_method|input_file_name|input_file_block_start|read_files)\(", re.IGNORECASE)
+_fresh_loads = [0]
+
+
+def load_candidate(config: Any, target: str, source: str, filename: str, fresh: bool = False) -> LoadedTarget:
+    """A candidate's transformation; `fresh` imports a sql candidate anew (for a watched build)."""
+    name = target.removeprefix("candidate:")
+    try:
+        kind = declared_target(source, name)
+    except BadCandidate as exc:
+        raise TargetError(str(exc)) from None
+    return_type = parse_type(config.udf.return_type)
+    watch.add_agent_code(os.path.dirname(filename))
+    if kind == "sql":
+        _fresh_loads[0] += 1
+        try:
+            module = module_from_source(source, filename, f"aether_candidate_{name}" + (f"_watched{_fresh_loads[0]}" if fresh else ""))
+        except Exception as exc:  # the candidate is untrusted code: any failure is its own
+            raise TargetError(f"candidate/{name}.py failed to import: {exc.__class__.__name__}: {exc}", in_driver=True) from exc
+        build = getattr(module, "build", None)
+        if not callable(build):
+            raise TargetError(f"candidate/{name}.py has TARGET = 'sql' but no build(*cols) function")
+        confs = _spark_confs()
+        try:
+            built = build(*argument_columns(config))
+        except Exception as exc:  # the candidate's own code failed
+            raise TargetError(f"{target}: build(*cols) raised {exc.__class__.__name__}: {first_line(exc)}", in_driver=True) from exc
+        finally:
+            changed = _restore_confs(confs)  # a build must not change the session other runs share
+        # Columns refer to the arguments by name, so one build serves every frame.
+        return LoadedTarget(target, "sql", lambda frame, cols: apply_build(frame, built, target), digest(source), conf_changes=changed, built=built)
+    if not defines_function(source, "evaluate"):
+        raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
+    mapper = arrow_batches.make_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type))
+    schema = T.StructType(
+        [
+            T.StructField(ROW_ID, T.LongType(), False),
+            T.StructField(OUTPUT, return_type, True),
+            T.StructField(ERROR, T.StringType(), True),
+            T.StructField(EVENTS, T.StringType(), True),
+        ]
+    )
+    return LoadedTarget(target, kind, lambda frame, cols: frame.select(F.col(ROW_ID), *cols).mapInArrow(mapper, schema), digest(source))
+
+
+def audit_target(spark: SparkSession, config: Any, target: str, source: str, filename: str, runs: dict[str, tuple[list[list[Any]], int]]) -> dict[str, Any]:
+    """Run a candidate under watch: what it does while it loads and runs, and what the plan holds.
+
+    sql: the build runs watched in this process and the executed plan is searched for Python
+    nodes. vectorized/kernel: each run (label -> rows, Arrow batch size) goes through Spark's
+    Python workers in one partition, every batch counted; all outputs come back to be compared.
+    """
+    name = target.removeprefix("candidate:")
+    try:
+        kind = declared_target(source, name)
+    except BadCandidate as exc:
+        raise TargetError(str(exc)) from None
+    schema = argument_schema(config)
+    if kind == "sql":
+        watch.drain()
+        with watch.Watch():
+            loaded = load_candidate(config, target, source, filename, fresh=True)
+        events = watch.drain()
+        frame = loaded.apply(spark.createDataFrame([], schema), argument_columns(config))
+        plan = frame._jdf.queryExecution().executedPlan().toString()
+        return {
+            "kind": kind,
+            "events": events,
+            "plan_python_nodes": [node for node in PYTHON_PLAN_NODES if node in plan],
+            "plan_jvm_calls": sorted(set(JVM_PLAN_CALLS.findall(plan))),
+            "conf_changes": loaded.conf_changes,
+        }
+    if not defines_function(source, "evaluate"):
+        raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
+    return_type = parse_type(config.udf.return_type)
+    mapper = arrow_batches.make_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type), audit=True)
+    out_schema = T.StructType(
+        [
+            T.StructField(ROW_ID, T.LongType(), False),
+            T.StructField(OUTPUT, return_type, True),
+            T.StructField(ERROR, T.StringType(), True),
+            T.StructField(EVENTS, T.StringType(), True),
+            T.StructField(AUDIT, T.StringType(), True),
+        ]
+    )
+    results: dict[str, Any] = {}
+    events: list[dict[str, Any]] = []
+    for label, (rows, batch_rows) in runs.items():
+        coerce = RowCoercer(schema, verify=False)
+        prepared = [coerce(index, row) for index, row in enumerate(rows)]
+        frame = (arrow_frame(spark, schema, prepared) or spark.createDataFrame(prepared, schema, verifySchema=False)).coalesce(1)
+        previous = spark.conf.get(ARROW_BATCH_CONF)
+        spark.conf.set(ARROW_BATCH_CONF, str(batch_rows))
+        try:
+            collected = frame.select(F.col(ROW_ID), *argument_columns(config)).mapInArrow(mapper, out_schema).collect()
+        except Exception as exc:
+            if is_import_failure(exc):
+                raise TargetError(f"{target} failed to load: {import_failure_message(exc)}") from None
+            raise
+        finally:
+            spark.conf.set(ARROW_BATCH_CONF, previous)
+        outputs: list[Any] = [None] * len(prepared)
+        reports = []
+        for row in collected:
+            error = row[ERROR]
+            outputs[row[ROW_ID]] = row[OUTPUT] if error is None else Raised(*(error.partition(": ")[::2]))
+            if row[AUDIT]:
+                reports.append(json.loads(row[AUDIT]))
+            if row[EVENTS]:
+                events += json.loads(row[EVENTS])
+        results[label] = {
+            "outputs": outputs,
+            "calls": sum(r["calls"] for r in reports),
+            "rows": sum(r["rows"] for r in reports),
+            "inputs_changed": any(r["inputs_changed"] for r in reports),
+            "threads_left": max([r["threads_left"] for r in reports] or [0]),
+            "children_left": max([r["children_left"] for r in reports] or [0]),
+        }
+    return {"kind": kind, "events": events, "runs": results}
+
+
+def plan_target(spark: SparkSession, loaded: LoadedTarget, data: str) -> dict[str, Any]:
+    """The plan profile of a sql candidate over the Parquet file `data`, wired as a job wires it."""
+    from aether_mcp.confined.plan_profile import profile_plan
+
+    frame = spark.read.parquet(data)
+    keep = [F.col(f"`{c}`") for c in frame.columns]
+    return profile_plan(apply_build(frame, loaded.built, loaded.label, keep=keep))
+
+
+def _spark_confs() -> dict[str, str]:
+    spark = SparkSession.getActiveSession()
+    return dict(spark.conf.getAll) if spark is not None else {}
+
+
+def _restore_confs(before: dict[str, str]) -> list[str]:
+    """Put the session's runtime confs back as they were; the names of those that had changed."""
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        return []
+    after = dict(spark.conf.getAll)
+    changed = sorted(key for key in set(before) | set(after) if before.get(key) != after.get(key))
+    for key in changed:
+        if key in before:
+            spark.conf.set(key, before[key])
+        else:
+            spark.conf.unset(key)
+    return changed
+

@@ -1,0 +1,152 @@
+"""The candidate worker: `python -m aether_mcp.confined.candidate_worker`, one warm SparkSession for agent code.
+
+Started confined by the server (see aether_mcp.processes.confinement): it reads the Python
+environment and nothing of any workspace; every request carries the candidate's source as the
+server read it. Its Spark scratch (`spark.local.dir`, the JVM's temporary files) lives in the
+worker's scratch folder; Spark's Python workers, where vectorized candidates run, start from
+aether_mcp.confined.python_daemon, which installs the watch and narrows their writes to the
+call's scratch folder (emptied by the server after every request). Every reply carries the watch
+events the request raised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from aether_mcp.confined import watch
+from aether_mcp.evaluation.worker_server import Context, SparkWorker, refused, run
+from aether_mcp.wire import value_codec
+
+SCRATCH_ENV = "AETHER_SCRATCH"
+CALL_SCRATCH_ENV = "AETHER_CALL_SCRATCH"
+
+
+class CandidateWorker(SparkWorker):
+    role = "candidate"
+    operations = ("evaluate", "audit", "plan")
+
+    def __init__(self, master: str, conf: dict[str, str]) -> None:
+        watch.install()  # before any agent code can load in this process
+        super().__init__(master, conf)
+        self.loaded: dict[str, Any] = {}
+
+    def session_conf(self) -> dict[str, str]:
+        conf = dict(self.conf)
+        scratch = os.environ.get(SCRATCH_ENV)
+        conf["spark.python.use.daemon"] = "true"
+        conf["spark.python.daemon.module"] = "aether_mcp.confined.python_daemon"
+        if scratch:
+            local = Path(scratch) / "spark-local"
+            local.mkdir(parents=True, exist_ok=True)
+            conf.setdefault("spark.local.dir", str(local))
+        return conf
+
+    def evaluate(self, message: dict[str, Any]) -> dict[str, Any]:
+        from aether_mcp.evaluation.target_evaluation import DEFAULT_MAX_ISOLATED, BadRows, Shape, TargetError, evaluate_rows
+
+        context = self._candidate_context(message)
+        if isinstance(context, dict):
+            return context
+        rows = value_codec.decode(message.get("rows", []))
+        if not isinstance(rows, list):
+            return {"ok": False, "error_kind": "rows", "message": "rows must be a list of argument rows"}
+        problem = self.ready()
+        if problem:
+            return problem
+        events: list[dict[str, Any]] = []
+        with self.session_lock:
+            watch.drain()
+            try:
+                loaded = self._loaded(context)
+                outputs, output_type, nullable = evaluate_rows(
+                    self.spark,
+                    context.config,
+                    loaded,
+                    rows,
+                    shape=Shape.from_request(message.get("shape")),
+                    max_isolated=int(message.get("max_isolated") or DEFAULT_MAX_ISOLATED),
+                    typed=bool(message.get("typed")),
+                    events=events,
+                )
+            except BadRows as exc:
+                return {"ok": False, "error_kind": "rows", "message": str(exc), "events": watch.drain()}
+            except TargetError as exc:
+                return {"ok": False, "error_kind": "target", "message": str(exc), "restart": exc.in_driver, "events": watch.drain() + events}
+        return {
+            "ok": True,
+            "outputs": value_codec.encode(outputs),
+            "output_type": output_type,
+            "output_nullable": nullable,
+            "evaluated": len(rows),
+            "events": watch.drain() + events,
+        }
+
+    def audit(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The candidate run under watch (see candidate_targets.audit_target)."""
+        from aether_mcp.confined.candidate_targets import audit_target
+        from aether_mcp.evaluation.target_evaluation import TargetError
+
+        context = self._candidate_context(message)
+        if isinstance(context, dict):
+            return context
+        runs = {str(label): (value_codec.decode(run["rows"]), int(run["batch_rows"])) for label, run in dict(message.get("runs", {})).items()}
+        problem = self.ready()
+        if problem:
+            return problem
+        with self.session_lock:
+            try:
+                report = audit_target(self.spark, context.config, context.target, context.source, context.filename, runs)
+            except TargetError as exc:
+                return {"ok": False, "error_kind": "target", "message": str(exc), "restart": True, "events": watch.drain()}
+        report["events"] = report["events"] + watch.drain()
+        return {"ok": True, "report": value_codec.encode(report)}
+
+    def plan(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A sql candidate's plan profile over a Parquet file (see plan_profile); the query is never run."""
+        from aether_mcp.confined.candidate_targets import plan_target
+        from aether_mcp.evaluation.target_evaluation import TargetError
+
+        context = self._candidate_context(message)
+        if isinstance(context, dict):
+            return context
+        problem = self.ready()
+        if problem:
+            return problem
+        with self.session_lock:
+            try:
+                loaded = self._loaded(context)
+                if loaded.target_kind != "sql":
+                    return refused(f"{context.target} is not a sql candidate")
+                profile = plan_target(self.spark, loaded, str(message.get("data", "")))
+            except TargetError as exc:
+                return {"ok": False, "error_kind": "target", "message": str(exc), "restart": exc.in_driver}
+            except Exception as exc:  # a plan that does not analyse is the candidate's problem
+                text = str(exc).strip()
+                return {"ok": False, "error_kind": "target", "message": f"{exc.__class__.__name__}: {text.splitlines()[0] if text else ''}"}
+        return {"ok": True, "profile": profile, "events": watch.drain()}
+
+    def _candidate_context(self, message: dict[str, Any]) -> Context | dict[str, Any]:
+        context = self.context(message)
+        if isinstance(context, dict):
+            return context
+        if not context.target.startswith("candidate:"):
+            return refused("the candidate worker evaluates only candidate:<name> targets")
+        return context
+
+    def _loaded(self, context: Context):
+        """A target prepared once per content (the source as the server read it, with its config)."""
+        from aether_mcp.confined.candidate_targets import load_candidate
+
+        key = hashlib.sha256(b"\0".join([context.target.encode(), context.source.encode(), context.filename.encode(), context.config.model_dump_json().encode()])).hexdigest()
+        if key not in self.loaded:
+            if len(self.loaded) > 64:
+                self.loaded.clear()
+            self.loaded[key] = load_candidate(context.config, context.target, context.source, context.filename)
+        return self.loaded[key]
+
+
+if __name__ == "__main__":
+    run(CandidateWorker)

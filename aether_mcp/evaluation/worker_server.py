@@ -1,0 +1,194 @@
+"""A Spark worker process's plumbing: one warm SparkSession, requests on a Unix socket, a token on each.
+
+The reference worker and the candidate worker both run on this. Neither reads a workspace: every
+request carries its context (the workspace config, the target, and the exact source the server
+read and checked), or names a context bound earlier (`bind`, for a test run's requests). A request
+without the worker's token (which only the server, and the test run it starts, know) is refused,
+so agent code that finds a worker's socket cannot use it. A worker exits when the server goes
+away (its output pipe's reader closes), and serves requests one at a time on its session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import json
+import os
+import secrets
+import select
+import socketserver
+import sys
+import threading
+import time
+import traceback
+import warnings
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from aether_mcp.wire.worker_protocol import receive_message, send_message
+
+TOKEN_ENV = "AETHER_WORKER_TOKEN"
+MAX_BOUND_CONTEXTS = 32
+
+
+@dataclass(frozen=True)
+class Context:
+    """What to evaluate: the workspace config, the target and its source exactly as the server read it."""
+
+    config: Any  # WorkspaceConfig
+    target: str
+    source: str
+    filename: str
+
+    @classmethod
+    def from_message(cls, data: Any) -> Context:
+        from aether_mcp.workspace import WorkspaceConfig
+
+        if not isinstance(data, dict):
+            raise ValueError("context must be an object")
+        return cls(WorkspaceConfig.model_validate(data["config"]), str(data["target"]), str(data["source"]), str(data["filename"]))
+
+
+class SparkWorker:
+    """One warm SparkSession; subclasses add the operations of their role."""
+
+    role = ""
+    operations: tuple[str, ...] = ()
+
+    def __init__(self, master: str, conf: dict[str, str]) -> None:
+        self.master = master
+        self.conf = conf
+        self.session_lock = threading.Lock()
+        self.spark = None
+        self.spark_error: str | None = None
+        self.spark_ready = threading.Event()
+        self.bound: OrderedDict[str, Context] = OrderedDict()
+
+    def session_conf(self) -> dict[str, str]:
+        return self.conf
+
+    def start_spark(self) -> None:
+        from aether_mcp.evaluation.spark_session import create_session
+
+        try:
+            self.spark = create_session(self.master, self.session_conf(), app_name=f"aether-mcp-{self.role}")
+        except Exception as exc:  # reported to every request, and the server restarts the worker
+            self.spark_error = f"Spark failed to start: {exc.__class__.__name__}: {first_line(exc)}"
+            traceback.print_exc()
+        finally:
+            self.spark_ready.set()
+
+    def handle(self, message: dict[str, Any]) -> dict[str, Any]:
+        op = message.get("op")
+        if op == "ping":
+            return {"ok": True, "pid": os.getpid(), "role": self.role, "spark_ready": self.spark_ready.is_set() and self.spark is not None}
+        if op == "bind":
+            try:
+                context = Context.from_message(message.get("context"))
+            except Exception as exc:
+                return refused(f"bad context: {exc}")
+            context_id = secrets.token_hex(16)
+            self.bound[context_id] = context
+            while len(self.bound) > MAX_BOUND_CONTEXTS:
+                self.bound.popitem(last=False)
+            return {"ok": True, "context_id": context_id}
+        if op in self.operations:
+            return getattr(self, op)(message)
+        return refused(f"unknown request {op!r}")
+
+    def context(self, message: dict[str, Any]) -> Context | dict[str, Any]:
+        """The request's context (given inline or bound earlier), or the error reply."""
+        if "context_id" in message:
+            context = self.bound.get(str(message["context_id"]))
+            return context if context is not None else refused("unknown context_id: the test run's context expired; run the tests again")
+        try:
+            return Context.from_message(message.get("context"))
+        except Exception as exc:
+            return refused(f"bad request: {exc}")
+
+    def ready(self) -> dict[str, Any] | None:
+        """None once Spark is up, else the error reply to send."""
+        self.spark_ready.wait()
+        if self.spark is None:
+            return {"ok": False, "error_kind": "spark", "message": self.spark_error or "Spark is not available"}
+        return None
+
+
+def refused(message: str) -> dict[str, Any]:
+    return {"ok": False, "error_kind": "refused", "message": message}
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:500] if text else type(exc).__name__
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: _Server
+
+    def handle(self) -> None:
+        while True:
+            try:
+                message = receive_message(self.request)
+            except (ConnectionError, ValueError, OSError):
+                return
+            if message is None:
+                return
+            if not hmac.compare_digest(str(message.pop("token", "")), self.server.token):
+                reply = refused("this worker answers only the server that started it")
+            else:
+                try:
+                    reply = self.server.worker.handle(message)
+                except Exception as exc:  # a worker bug: report it, keep serving
+                    traceback.print_exc()
+                    reply = {"ok": False, "error_kind": "internal", "message": f"{exc.__class__.__name__}: {exc}"}
+            try:
+                send_message(self.request, reply)
+            except OSError:
+                return
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    worker: SparkWorker
+    token: str
+
+
+def _exit_when_orphaned() -> None:
+    """Exit once nobody reads this process's output: the server that started it is gone.
+
+    A pipe's write end polls as an error once its reader closed, wherever the reader lives (a
+    parent-PID check cannot see across a PID namespace).
+    """
+    poller = select.poll()
+    poller.register(sys.stdout.fileno(), 0)
+    while True:
+        for _, flags in poller.poll(1000):
+            if flags & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
+                os._exit(0)
+        time.sleep(0.5)
+
+
+def run(worker_class: type[SparkWorker], argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog=f"aether-mcp {worker_class.role} worker")
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--conf-json", default="{}")
+    args = parser.parse_args(argv)
+    # The token must not reach the JVM or Spark's Python workers, which inherit this environment.
+    token = os.environ.pop(TOKEN_ENV, "")
+    if not token:
+        print(f"{TOKEN_ENV} is not set: a worker answers only the server that starts it", file=sys.stderr)
+        sys.exit(2)
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    threading.Thread(target=_exit_when_orphaned, daemon=True).start()
+    worker = worker_class(args.master, json.loads(args.conf_json))
+    server = _Server(args.socket, _Handler)
+    server.worker = worker
+    server.token = token
+    threading.Thread(target=worker.start_spark, daemon=True).start()
+    print(f"aether-mcp {worker_class.role} worker listening on {args.socket}", flush=True)
+    server.serve_forever()

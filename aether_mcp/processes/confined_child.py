@@ -1,0 +1,104 @@
+"""Children that load agent code (the benchmark application, micro-benchmarks, profiles, device checks), run confined.
+
+The child reads a request the server wrote into a scratch folder made for the call: the config,
+the original's source (the verified bytes) and the candidate's as the server read them, and the
+path of the data it times. Under confinement it can read nothing else of the workspace, and
+write only that scratch folder; its result, progress and profile files are copied into the
+workspace's `.aether/` afterwards, and the scratch folder is deleted with everything the child
+left in it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from aether_mcp.candidates import candidate_path
+from aether_mcp.processes import confinement, subprocess_runner
+from aether_mcp.processes.confinement import ConfinementStatus
+from aether_mcp.workspace import CANDIDATE_DIR, ORIGINAL_MODULE, Workspace, state_home
+
+MAX_COPIED_BYTES = 512 * 1024 * 1024
+
+
+@dataclass
+class ChildRun:
+    raw: dict[str, Any] | None  # the JSON result the child wrote, None when it wrote none
+    ended: subprocess_runner.ProcessResult
+    confinement: ConfinementStatus
+
+
+def sources(workspace: Workspace, target: str, best: Path | None = None) -> dict[str, Any]:
+    """The request part that replaces reading the workspace: config, original, candidate (and a best version)."""
+    name = target.removeprefix("candidate:")
+    path = candidate_path(workspace, target)
+    found: dict[str, Any] = {
+        "config": workspace.config.model_dump(mode="json"),
+        "target": target,
+        "original": {"source": workspace.verified_original(), "filename": str(workspace.path / ORIGINAL_MODULE)},
+        "candidate": {"source": path.read_text(encoding="utf-8"), "filename": str(path)},
+    }
+    if best is not None:
+        # the best version keeps the candidate's own label, so its findings and tracebacks read the same
+        found["best"] = {"source": (best / CANDIDATE_DIR / f"{name}.py").read_text(encoding="utf-8"), "filename": str(path)}
+    return found
+
+
+def run(
+    workspace: Workspace,
+    module: str,
+    request: dict[str, Any],
+    *,
+    folder: Path,
+    result_name: str,
+    timeout_s: float,
+    cancel: threading.Event | None,
+    read: list[str],
+    env_extra: dict[str, str],
+    poll: Callable[[Path], None] | None = None,
+    keep: tuple[str, ...] = (),
+    wrap: Callable[[list[str]], list[str]] | None = None,
+    log_name: str = "run.log",
+) -> ChildRun:
+    """`python -m module REQUEST` confined; its result and `keep` files end up in `folder`."""
+    with confinement.Scratch("child") as scratch:
+        python_scratch = scratch.path / "python"
+        python_scratch.mkdir()
+        request = {**request, "result": str(scratch.path / result_name), "progress": str(scratch.path / "progress.jsonl"), "scratch": str(scratch.path)}
+        request_path = scratch.path / "request.json"
+        request_path.write_text(json.dumps(request), encoding="utf-8")
+        argv = [sys.executable, "-I", "-B", "-m", module, str(request_path)]
+        argv, status = confinement.wrap(argv, confinement.Policy(read=read, write=[str(scratch.path)]), [state_home(), workspace.root.path])
+        if wrap is not None:
+            argv = wrap(argv)
+        env = confinement.environment(
+            scratch.path,
+            {
+                "PYARROW_IGNORE_TIMEZONE": "1",
+                "SPARK_LOCAL_IP": "127.0.0.1",
+                "TZ": workspace.config.spark.conf.get("spark.sql.session.timeZone", "UTC"),
+                "AETHER_CALL_SCRATCH": str(python_scratch),
+                **env_extra,
+            },
+            confined=status.confined,
+        )
+        progress = scratch.path / "progress.jsonl"
+        ended = subprocess_runner.run(
+            argv, cwd=scratch.path, log_path=folder / log_name, timeout_s=timeout_s, env=env, cancel=cancel, on_poll=(lambda: poll(progress)) if poll else None
+        )
+        if poll is not None:
+            poll(progress)
+        for name in (result_name, "progress.jsonl", *keep):
+            produced = scratch.path / name
+            if produced.is_file() and not produced.is_symlink() and produced.stat().st_size <= MAX_COPIED_BYTES:
+                shutil.copyfile(produced, folder / name)
+    try:
+        raw = json.loads((folder / result_name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raw = None
+    return ChildRun(raw if isinstance(raw, dict) else None, ended, status)

@@ -1,0 +1,54 @@
+"""The original UDF, made from the exact bytes the server checked, wired as the job wires it."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from aether_mcp.evaluation.source_modules import digest, module_from_source
+from aether_mcp.evaluation.target_evaluation import ROW_ID, OUTPUT, LoadedTarget, TargetError, series_function
+from aether_mcp.spark_types import parse_type
+
+
+def original_function(config: Any, source: str, filename: str) -> Callable[..., Any]:
+    """The job's UDF function, compiled from `source` (the verified bytes of original/udf.py)."""
+    try:
+        module = module_from_source(source, filename, "aether_original")
+    except Exception as exc:
+        raise TargetError(f"original/udf.py failed to import: {exc.__class__.__name__}: {exc}") from exc
+    function = getattr(module, config.udf.function, None)
+    if not callable(function):
+        raise TargetError(f"original/udf.py does not define {config.udf.function}()")
+    return function
+
+
+def load_original(config: Any, source: str, filename: str) -> LoadedTarget:
+    """The original as a Spark transformation: a Python UDF with the job's transport, or a pandas UDF."""
+    function = original_function(config, source, filename)
+    return_type = parse_type(config.udf.return_type)
+    if config.udf.kind == "pandas":
+        pandas_udf = F.pandas_udf(series_function(function), return_type)
+        return LoadedTarget("original", "pandas", lambda frame, cols: frame.select(ROW_ID, pandas_udf(*cols).alias(OUTPUT)), digest(source))
+    row_udf = F.udf(function, return_type, useArrow=config.udf.use_arrow)
+    # Same transport as the UDF itself, so the probe sees exactly the values the UDF sees.
+    probe_udf = F.udf(_raising_probe(function), T.StringType(), useArrow=config.udf.use_arrow)
+    return LoadedTarget(
+        "original",
+        "row",
+        lambda frame, cols: frame.select(ROW_ID, row_udf(*cols).alias(OUTPUT)),
+        digest(source),
+        probe=lambda frame, cols: frame.select(ROW_ID, probe_udf(*cols).alias(OUTPUT)),
+    )
+
+
+def _raising_probe(function: Callable[..., Any]) -> Callable[..., str | None]:
+    def probe(*args: Any) -> str | None:
+        try:
+            function(*args)
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    return probe

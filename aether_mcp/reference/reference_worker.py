@@ -1,0 +1,113 @@
+"""The reference worker: `python -m aether_mcp.reference.reference_worker`, one warm SparkSession for the original.
+
+It only ever evaluates the original UDF, compiled from the source bytes each request carries
+(the server read them and checked their hash against the signed manifest), and caches outputs per
+row by content hash. It never loads candidate code and reads no workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from aether_mcp.evaluation.worker_server import Context, SparkWorker, refused, run
+from aether_mcp.wire import value_codec
+
+MAX_CACHED_ROWS = 500_000
+
+
+class ReferenceWorker(SparkWorker):
+    role = "reference"
+    operations = ("evaluate", "capture")
+
+    def __init__(self, master: str, conf: dict[str, str]) -> None:
+        super().__init__(master, conf)
+        self.cache: dict[str, Any] = {}
+        self.loaded: dict[str, Any] = {}
+
+    def evaluate(self, message: dict[str, Any]) -> dict[str, Any]:
+        from aether_mcp.evaluation.target_evaluation import DEFAULT_MAX_ISOLATED, BadRows, Shape, TargetError, evaluate_rows
+
+        context = self.context(message)
+        if isinstance(context, dict):
+            return context
+        if context.target != "original":
+            return refused("the reference worker evaluates only the original UDF")
+        rows = value_codec.decode(message.get("rows", []))
+        if not isinstance(rows, list):
+            return {"ok": False, "error_kind": "rows", "message": "rows must be a list of argument rows"}
+        problem = self.ready()
+        if problem:
+            return problem
+        with self.session_lock:
+            try:
+                loaded = self._loaded(context)
+                keys = self._cache_keys(context, rows)
+                missing = [i for i, key in enumerate(keys) if key not in self.cache]
+                outputs: list[Any] = [None] * len(rows)
+                output_type, nullable = context.config.udf.return_type, True
+                if missing:
+                    computed, output_type, nullable = evaluate_rows(
+                        self.spark,
+                        context.config,
+                        loaded,
+                        [rows[i] for i in missing],
+                        shape=Shape.from_request(message.get("shape")),
+                        max_isolated=int(message.get("max_isolated") or DEFAULT_MAX_ISOLATED),
+                        typed=bool(message.get("typed")),
+                    )
+                    for index, value in zip(missing, computed):
+                        outputs[index] = value
+                for index in missing:
+                    if len(self.cache) < MAX_CACHED_ROWS:
+                        self.cache[keys[index]] = outputs[index]
+                for index, key in enumerate(keys):
+                    outputs[index] = self.cache.get(key, outputs[index])
+            except BadRows as exc:
+                return {"ok": False, "error_kind": "rows", "message": str(exc)}
+            except TargetError as exc:
+                return {"ok": False, "error_kind": "target", "message": str(exc)}
+        return {"ok": True, "outputs": value_codec.encode(outputs), "output_type": output_type, "output_nullable": nullable, "evaluated": len(missing)}
+
+    def capture(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The original's arguments as Spark delivers them, for plain-Python coverage and mutation runs."""
+        from aether_mcp.evaluation.target_evaluation import BadRows
+        from aether_mcp.reference.input_capture import capture_inputs
+
+        context = self.context(message)
+        if isinstance(context, dict):
+            return context
+        rows = value_codec.decode(message.get("rows", []))
+        if not isinstance(rows, list):
+            return {"ok": False, "error_kind": "rows", "message": "rows must be a list of argument rows"}
+        problem = self.ready()
+        if problem:
+            return problem
+        with self.session_lock:
+            try:
+                captured = capture_inputs(self.spark, context.config, rows)
+            except BadRows as exc:
+                return {"ok": False, "error_kind": "rows", "message": str(exc)}
+            except Exception as exc:  # Spark could not deliver these rows to a Python UDF at all
+                text = str(exc).strip()
+                return {"ok": False, "error_kind": "target", "message": f"{exc.__class__.__name__}: {text.splitlines()[0] if text else ''}"}
+        return {"ok": True, "captured": captured}
+
+    def _loaded(self, context: Context):
+        from aether_mcp.reference.original import load_original
+
+        key = hashlib.sha256(b"\0".join([context.source.encode(), context.filename.encode(), context.config.model_dump_json().encode()])).hexdigest()
+        if key not in self.loaded:
+            if len(self.loaded) > 64:
+                self.loaded.clear()
+            self.loaded[key] = load_original(context.config, context.source, context.filename)
+        return self.loaded[key]
+
+    @staticmethod
+    def _cache_keys(context: Context, rows: list[Any]) -> list[str]:
+        prefix = hashlib.sha256(context.source.encode()).hexdigest() + context.config.model_dump_json()
+        return [hashlib.sha256((prefix + value_codec.dumps(row)).encode()).hexdigest() for row in rows]
+
+
+if __name__ == "__main__":
+    run(ReferenceWorker)

@@ -1,0 +1,157 @@
+"""What a workspace's protected files must be, derived again from the job's source: the basis of trust without a key.
+
+`init_workspace` derives `original/udf.py` and `aether.toml` from the job source (plus the
+argument types, return type, benchmark master and backend it was given). `rederive` repeats that
+from the job source named in `aether.toml`, so a workspace can be checked from first principles:
+by `aether-mcp verify`, and by a server whose signing key is not the one the manifest was signed
+with (another HOME or state folder), which then re-signs what it could re-derive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from aether_mcp import udf_extraction
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.spark_types import UnknownSparkType, parse_type, type_name
+from aether_mcp.workspace import (
+    CONFIG_FILE,
+    ORIGINAL_DIR,
+    ORIGINAL_MODULE,
+    BackendConfig,
+    BenchmarkConfig,
+    UdfArgConfig,
+    UdfConfig,
+    WorkspaceConfig,
+)
+
+DEFAULT_SPARK_CONF = {"spark.sql.session.timeZone": "UTC"}
+
+
+@dataclass
+class Derived:
+    config: WorkspaceConfig
+    module_source: str
+
+
+@dataclass
+class Rederivation:
+    """A workspace compared with what its job source gives now."""
+
+    matches: bool
+    problems: list[str]
+    derived: Derived | None
+
+
+def derive(
+    root: SandboxRoot,
+    source: str,
+    udf: str,
+    arg_types: dict[str, str] | None = None,
+    return_type: str | None = None,
+    benchmark_master: str | None = None,
+    backend: str = "auto",
+) -> Derived:
+    """The config and reference module init_workspace writes for `udf` in `source` (ToolError when it cannot)."""
+    source_path = root.resolve(source, what="source")
+    shown = root.relative(source_path)
+    text, tree = udf_extraction.read_source(source_path, shown)
+    definition = udf_extraction.select_udf(udf_extraction.find_udfs(tree), udf, shown)
+    if return_type is not None:
+        definition.return_type = parse_type_argument(return_type, "return_type")
+        definition.return_type_error = None
+    extracted = udf_extraction.extract_udf(text, tree, definition, shown)
+    arguments = argument_types(extracted, arg_types or {})
+    config = WorkspaceConfig(
+        udf=UdfConfig(
+            name=definition.name,
+            function=definition.function_name,
+            kind=definition.kind,  # type: ignore[arg-type]
+            return_type=type_name(definition.return_type),  # type: ignore[arg-type]
+            args=arguments,
+            source=shown,
+            source_line=definition.line,
+            form=definition.form,
+            use_arrow=definition.use_arrow,
+        ),
+        benchmark=BenchmarkConfig(master=benchmark_master),
+        backend=BackendConfig(use=backend),  # type: ignore[arg-type]
+    )
+    config.spark.conf = {**DEFAULT_SPARK_CONF, **extracted.spark_conf}
+    return Derived(config, extracted.module_source)
+
+
+def rederive(root: SandboxRoot, workspace: Path, config: WorkspaceConfig) -> Rederivation:
+    """Whether `original/` and `aether.toml` are exactly what the job source gives for this config's UDF.
+
+    The inputs init_workspace was given are read back from the config (argument types that came
+    from arg_types, the benchmark master, the backend); the return type counts as given when the
+    source does not declare the recorded one. Every other setting must be what init writes.
+    """
+    udf = config.udf
+    given = {a.name: a.type for a in udf.args if a.type_from == "arg_types"}
+    derived: Derived | None = None
+    problems: list[str] = []
+    for return_type in (None, udf.return_type):
+        try:
+            attempt = derive(root, udf.source, udf.name, given, return_type, config.benchmark.master, config.backend.use)
+        except ToolError as exc:
+            problems = [f"the job source no longer gives this UDF: {exc}"]
+            continue
+        derived = attempt
+        if attempt.config.udf.return_type == udf.return_type:
+            break
+    if derived is None:
+        return Rederivation(False, problems, None)
+    problems = []
+    expected, actual = derived.config.model_dump(), config.model_dump()
+    # The UDF may have moved within an edited job; where it is defined is not part of what it does.
+    expected["udf"].pop("source_line"), actual["udf"].pop("source_line")
+    for section in sorted(set(expected) | set(actual)):
+        if expected.get(section) != actual.get(section):
+            problems.append(f"{CONFIG_FILE} [{section}] is {actual.get(section)!r}, but the job source and init_workspace give {expected.get(section)!r}")
+    module = workspace / ORIGINAL_MODULE
+    try:
+        current = module.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        current = None
+    if current != derived.module_source:
+        problems.append(f"{ORIGINAL_MODULE} differs from what {udf.source} gives for {udf.name} now")
+    others = sorted(p.relative_to(workspace).as_posix() for p in (workspace / ORIGINAL_DIR).rglob("*") if p.as_posix() != module.as_posix() and not p.is_dir())
+    if others:
+        problems.append(f"{ORIGINAL_DIR}/ holds files extraction never writes: {', '.join(others)}")
+    return Rederivation(not problems, problems, derived)
+
+
+def argument_types(extracted: udf_extraction.ExtractedUdf, arg_types: dict[str, str]) -> list[UdfArgConfig]:
+    names = [a.name for a in extracted.arguments]
+    unknown = sorted(set(arg_types) - set(names))
+    if unknown:
+        raise ToolError(f"arg_types names {', '.join(unknown)}, which the UDF does not take; its arguments are: {', '.join(names)}.")
+    result: list[UdfArgConfig] = []
+    missing: list[str] = []
+    for argument in extracted.arguments:
+        if argument.name in arg_types:
+            result.append(UdfArgConfig(name=argument.name, type=type_name(parse_type_argument(arg_types[argument.name], f"arg_types[{argument.name!r}]")), type_from="arg_types"))
+        elif argument.hint_type is not None:
+            result.append(UdfArgConfig(name=argument.name, type=argument.hint_type, type_from="hint"))
+        else:
+            missing.append(argument.name)
+    if missing:
+        example = ", ".join(f'"{name}": "double"' for name in missing)
+        raise ToolError(
+            f"the Spark types of argument(s) {', '.join(missing)} are unknown (no type hints in the source). "
+            f"Pass arg_types with the column types your job feeds the UDF, e.g. arg_types={{{example}}} "
+            "(Spark DDL names: int, bigint, double, string, decimal(10,2), date, array<string>, ...)."
+        )
+    return result
+
+
+def parse_type_argument(text: str, what: str):
+    try:
+        return parse_type(text)
+    except UnknownSparkType as exc:
+        raise ToolError(f"{what}: {exc}.") from None

@@ -1,0 +1,183 @@
+"""Issue 15: what a candidate could do through write_file + byte_compare/audit_candidate alone, and why it no longer works.
+
+Each cheat here catches the watch's refusal and carries on, returning the right values, so the
+comparison alone would call it equal: what stops it is confinement (nothing changes on disk,
+nothing appears outside the root, the server's state is out of sight) and the watch's events,
+which fail the audit as dynamic findings at the candidate's own file and line.
+"""
+
+import hashlib
+import secrets
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from aether_mcp.tools import files
+from aether_mcp.tools.byte_compare import byte_compare
+from aether_mcp.tools.cheat_audit import audit_candidate
+from aether_mcp.workspace import Workspace
+
+pytestmark = pytest.mark.slow
+
+HONEST_BODY = """
+    missing = weight.isna().to_numpy()
+    w = weight.to_numpy(dtype="float64", na_value=1.0)
+    if (w <= 0).any():
+        raise ValueError("weight must be positive")
+    fee = np.where(w < 2.0, 4.99, 4.99 + (w - 2.0) * 1.5)
+    fee = np.where(express.to_numpy(dtype=bool, na_value=False), fee * 2, fee)
+    return pd.Series(pd.arrays.FloatingArray(fee, missing))
+"""
+
+
+def cheat(prelude: str) -> str:
+    """A correct shipping_fee candidate that first runs `prelude` (inside evaluate), swallowing any refusal."""
+    attempt = textwrap.indent(textwrap.dedent(prelude).strip(), "        ")
+    return (
+        "import os\n\nimport numpy as np\nimport pandas as pd\n\nTARGET = 'vectorized'\n\n\n"
+        f"def evaluate(weight, express):\n    try:\n{attempt}\n    except Exception:\n        pass\n{HONEST_BODY}"
+    )
+
+
+def digests(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def dynamic(result, rule: str) -> list:
+    return [f for f in result.findings if f.check == "dynamic" and f.rule == rule and f.severity == "block"]
+
+
+def test_a_candidate_cannot_rewrite_the_reference_or_re_sign_it(root, workspace, workers):
+    # class 1: from a Spark Python worker, rewrite original/udf.py and .aether/protected/, then
+    # re-sign the manifest with the key found through the inherited AETHER_MCP_STATE_DIR
+    ws = Path(workspace)
+    source = cheat(
+        """
+        here = os.path.dirname(os.path.dirname(__file__))
+        open(os.path.join(here, "original", "udf.py"), "w").write("def shipping_fee(weight, express):\\n    return 4.99\\n")
+        open(os.path.join(here, ".aether", "protected", "original", "udf.py"), "w").write("tampered")
+        key = open(os.path.join(os.environ["AETHER_MCP_STATE_DIR"], "manifest.key"), "rb").read()
+        open(os.path.join(here, ".aether", "protected.json"), "w").write(key.hex())
+        """
+    )
+    files.write_file(root, workspace, "candidate/resign.py", source)
+    original, state = digests(ws / "original"), digests(ws / ".aether" / "protected")
+    manifest = (ws / ".aether" / "protected.json").read_bytes()
+
+    compared = byte_compare(root, workers, workspace, "resign", hidden_rows=500)
+    assert compared.confined, compared.confinement
+    assert {e.event for e in compared.watch_events} >= {"open"}
+    audit = audit_candidate(root, workers, workspace, "resign", hidden_rows_count=1000, watched_rows=(250, 1000))
+    assert audit.verdict == "FAIL" and audit.confined
+    tampering = dynamic(audit, "tampering")
+    assert tampering and tampering[0].file == "candidate/resign.py" and tampering[0].line is not None
+    # nothing changed, and the workspace is still the one the server made
+    assert digests(ws / "original") == original and digests(ws / ".aether" / "protected") == state
+    assert (ws / ".aether" / "protected.json").read_bytes() == manifest
+    assert Workspace.open_intact(root, workspace).integrity().intact
+
+
+def test_the_servers_state_is_out_of_sight_of_candidate_code(root, workspace, workers):
+    # class 1: the key's folder came through the environment; now neither it nor any home is there
+    source = cheat(
+        """
+        seen = f"state={os.environ.get('AETHER_MCP_STATE_DIR')!r} home={os.environ.get('HOME')!r}"
+        if float(weight.iloc[0]) == 3.25:
+            raise ValueError(seen)
+        """
+    ).replace("    except Exception:\n        pass\n", "    except ValueError:\n        raise\n    except Exception:\n        pass\n")
+    files.write_file(root, workspace, "candidate/snoop.py", source)
+    (Path(workspace) / "tests" / "cases.py").write_text('CASES = [{"args": [3.25, False], "expected": 6.865, "why": "a row the candidate reports on"}]\n')
+    compared = byte_compare(root, workers, workspace, "snoop", hidden_rows=0)
+    [shown] = [m.actual for m in compared.mismatches if m.source == "tests"]
+    assert "state=None" in shown and "aether-mcp-" in shown, shown  # HOME is the worker's own scratch
+
+
+def test_candidate_code_writes_nothing_outside_the_root_and_keeps_no_state_across_calls(root, workspace, workers):
+    # class 3: a file under /tmp, or in the worker's scratch, kept state from one call to the next
+    marker = f"/tmp/aether-escape-{secrets.token_hex(4)}"
+    writer = cheat(
+        f"""
+        open({marker!r}, "w").write("escaped")
+        open(os.path.join(os.environ["TMPDIR"], "seen-before"), "w").write("1")
+        """
+    )
+    reader = cheat(
+        """
+        if os.path.exists(os.path.join(os.environ["TMPDIR"], "seen-before")) or os.path.exists(os.path.join(os.environ["HOME"], "seen-before")):
+            raise RuntimeError("state survived the last call")
+        """
+    ).replace("    except Exception:\n        pass\n", "    except RuntimeError:\n        raise\n    except Exception:\n        pass\n")
+    files.write_file(root, workspace, "candidate/stateful.py", writer)
+    written = byte_compare(root, workers, workspace, "stateful", hidden_rows=200)
+    assert written.equal and any(e.event == "open" and e.detail.startswith(marker) for e in written.watch_events)
+    assert not Path(marker).exists()
+    files.write_file(root, workspace, "candidate/stateful.py", reader)
+    later = byte_compare(root, workers, workspace, "stateful", hidden_rows=200)
+    assert later.equal, [m.actual for m in later.mismatches][:3]
+
+
+def test_a_watched_run_that_behaves_differently_is_a_mismatch(root, workspace, workers):
+    # class 2: sys.gettrace() tells the watched run apart; its outputs are compared now
+    source = """
+import sys
+
+import numpy as np
+import pandas as pd
+
+TARGET = 'vectorized'
+
+
+def evaluate(weight, express):
+    missing = weight.isna().to_numpy()
+    w = weight.to_numpy(dtype="float64", na_value=1.0)
+    if (w <= 0).any():
+        raise ValueError("weight must be positive")
+    fee = np.where(w < 2.0, 4.99, 4.99 + (w - 2.0) * 1.5)
+    fee = np.where(express.to_numpy(dtype=bool, na_value=False), fee * 2, fee)
+    if sys.gettrace() is not None:
+        fee = fee * 0.0
+    return pd.Series(pd.arrays.FloatingArray(fee, missing))
+"""
+    files.write_file(root, workspace, "candidate/two_faced.py", source)
+    audit = audit_candidate(root, workers, workspace, "two_faced", hidden_rows_count=1000, watched_rows=(250, 1000))
+    assert audit.comparison.equal and audit.verdict == "FAIL"
+    assert dynamic(audit, "watch_dependent") and audit.watched_rows_compared > 0
+
+
+DOUBLING_JOB = """
+from pyspark.sql.functions import udf
+
+
+@udf("double")
+def double_it(x: float) -> float:
+    return None if x is None else x * 2.0
+"""
+
+
+def test_wrong_only_above_the_drawn_batch_sizes_is_caught_at_the_jobs_batch_size(root, workers):
+    # issue 15: zeros for batches over 1,000 rows passed when the draw picked batches of 256
+    from aether_mcp.tools import workspaces
+
+    (root.path / "jobs" / "doubling.py").write_text(DOUBLING_JOB)
+    ws = workspaces.init_workspace(root, "jobs/doubling.py", "double_it").workspace
+    (Path(ws) / "tests" / "cases.py").write_text('CASES = [{"args": [1.5], "expected": 3.0, "why": "doubles"}]\n')
+    source = """
+import numpy as np
+import pandas as pd
+
+TARGET = 'vectorized'
+
+
+def evaluate(x):
+    values = x.to_numpy(dtype="float64", na_value=0.0) * 2.0
+    if len(x) > 1000:
+        values = values * 0.0
+    return pd.Series(pd.arrays.FloatingArray(values, x.isna().to_numpy()))
+"""
+    files.write_file(root, ws, "candidate/big_batches.py", source)
+    audit = audit_candidate(root, workers, ws, "big_batches", hidden_rows_count=1000, watched_rows=(250, 12_000))
+    assert audit.comparison.equal and audit.verdict == "FAIL"  # the comparison's batches never exceed 1000 rows
+    assert "Arrow batches of 12001" in " ".join(f.evidence for f in dynamic(audit, "watch_dependent"))
+    assert "run at the job's batch size 'job' (12000 rows, Arrow batches of 10000)" in " ".join(f.evidence for f in dynamic(audit, "batch_dependent"))
