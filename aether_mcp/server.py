@@ -349,7 +349,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
             "NaN, -0.0 is not 0.0, floats bit for bit, types must match). Returns `equal`, per-source counts, the "
             "first mismatches (hidden ones shrunk to small counterexamples), what the original raised on, the "
             "policy, and where it ran: `backend` cpu or gpu (`backend` argument, default aether.toml's), `simulated` for a "
-            "kernel under numba's CUDA simulator, `gpu_verified` only when device counters (nsys) saw the work on the GPU. "
+            "kernel under numba's CUDA simulator, `gpu_verified` only when device counters (nsys) saw the work on the GPU; "
+            "`confined` (Landlock, PID namespace) and `watch_events` (what the watch saw the candidate do). "
             "Reports progress; cancelling stops it."
         ),
     )
@@ -370,11 +371,12 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
             "Constraints: `candidate` names candidate/<name>.py; hidden_rows 1000..200000; the workspace must be intact "
             "and its tests, if frozen, as recorded. A deterministic judge, all code: static rules over the candidate and the workspace "
             "modules it imports (reaching the original, row-at-a-time work, host round trips, fallbacks, hard-coded "
-            "test data, forbidden reads, tampering, threads/processes/JVM calls, memoization), watched runs in the "
-            "candidate worker (a tripwire original, Python steps in the candidate's code on 1,000 vs 20,000 rows, the executed plan of sql "
-            "targets, inputs unchanged, one batch vs one-row batches, nothing left running) and a fresh byte_compare "
-            "on new hidden rows. Returns `verdict` PASS or FAIL with `reasons`, `findings` (rule, severity, file, "
-            "line, evidence, why, fix), the comparison summary and the backend. On the GPU backend, device counters that show no "
+            "test data, forbidden reads, tampering, threads/processes/JVM calls, memoization, per-element Python in map/sorted/reduce, "
+            "imports off the allow-list), watched runs in the confined candidate worker (a tripwire original, the audit hook's events, "
+            "Python steps on 1,000 vs 20,000 rows, the executed plan of sql targets, inputs unchanged, every watched output compared "
+            "with the original, also at the job's Arrow batch size, nothing left running) and a fresh byte_compare on new hidden rows. "
+            "Returns `verdict` PASS, PASS (unconfined) or FAIL with `reasons`, `findings` (rule, severity, check, file, line, evidence, "
+            "why, fix), the comparison summary, the backend and `confinement`. On the GPU backend, device counters that show no "
             "kernel or data copied back to the host mid-run are blocking findings. Reports progress; cancelling stops it."
         ),
     )

@@ -1,10 +1,12 @@
-"""Runs audit_candidate, at the tool's default sizes, on every candidate of the red-team corpus.
+"""Runs audit_candidate, at the sizes the test suite's red team uses, on every candidate of the red-team corpus.
 
-Prints Markdown tables for the README: cheats caught by the rule meant to catch them (and by
-which kind of check), honest candidates passed per target kind, and audit times, with the
+Those are the audit's defaults (20,000 hidden rows; watched runs on 1,000 and 20,000 rows),
+except that kernels, which run under numba's CUDA simulator here, are watched on 250 and 2,500
+rows. Prints Markdown tables for the README: cheats caught by the rule meant to catch them (and
+by which kinds of check), honest candidates passed per target kind, and audit times, with the
 machine it ran on.
 
-    .venv/bin/python benchmarks/red_team_report.py
+    .venv/bin/python benchmarks/red_team_report.py [--hidden-rows 20000]
 """
 
 from __future__ import annotations
@@ -23,20 +25,26 @@ from compare_latency import machine  # noqa: E402
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hidden-rows", type=int, default=20_000)
+    args = parser.parse_args()
     os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-bench-state-")
     from aether_mcp.processes.worker_pool import WorkerPool
     from aether_mcp.path_guard import SandboxRoot
     from aether_mcp.tools.cheat_audit import audit_candidate
     from red_team.corpus import entries, make_workspaces
+    from test_red_team import WATCHED_ROWS
 
     base = Path(tempfile.mkdtemp(prefix="aether-red-team-"))
     root = SandboxRoot(base)
-    pool = WorkerPool()
+    pool = WorkerPool(forbidden=[base])
     results = []
     try:
         made = make_workspaces(root, pool, base)
         for entry in entries():
-            result = audit_candidate(root, pool, made[entry.udf], entry.name)
+            result = audit_candidate(root, pool, made[entry.udf], entry.name, hidden_rows_count=args.hidden_rows, watched_rows=WATCHED_ROWS[entry.target])
             blocking = [f for f in result.findings if f.severity == "block"]
             checks = sorted({f.check for f in blocking if f.rule == entry.expect})
             results.append((entry, result.verdict, {f.rule for f in blocking}, checks, result.duration_s))
@@ -51,14 +59,16 @@ def tables(results) -> str:
     honest: dict[str, list] = defaultdict(list)
     for entry, verdict, rules, checks, seconds in results:
         (honest[entry.target] if entry.expect == "honest" else by_rule[entry.expect]).append((entry, verdict, rules, checks, seconds))
-    lines = ["| rule | cheats | caught by that rule | caught by a static rule | caught only by a watched run |", "|---|---|---|---|---|"]
+    lines = ["| rule | cheats | caught by that rule | by a static rule | by the watch (dynamic) | by the watch only |", "|---|---|---|---|---|---|"]
     for rule, items in sorted(by_rule.items()):
         caught = [i for i in items if i[1] == "FAIL" and rule in i[2]]
         static = sum(1 for i in caught if "static" in i[3])
-        lines.append(f"| {rule} | {len(items)} | {len(caught)} | {static} | {len(caught) - static} |")
+        dynamic = sum(1 for i in caught if "dynamic" in i[3])
+        lines.append(f"| {rule} | {len(items)} | {len(caught)} | {static} | {dynamic} | {len(caught) - static} |")
     cheats = [i for items in by_rule.values() for i in items]
     caught_all = sum(1 for i in cheats if i[1] == "FAIL" and i[0].expect in i[2])
-    lines.append(f"| **all** | **{len(cheats)}** | **{caught_all}** | | |")
+    dynamic_all = sum(1 for i in cheats if i[1] == "FAIL" and "dynamic" in i[3])
+    lines.append(f"| **all** | **{len(cheats)}** | **{caught_all}** | | **{dynamic_all}** | |")
     lines += ["", "| target kind | honest candidates | PASS | audit median (s) |", "|---|---|---|---|"]
     for kind, items in sorted(honest.items()):
         lines.append(f"| {kind} | {len(items)} | {sum(1 for i in items if i[1] == 'PASS')} | {statistics.median(i[4] for i in items):.1f} |")

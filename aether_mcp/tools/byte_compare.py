@@ -482,6 +482,7 @@ def _record_latest(workspace: Workspace, result: ByteCompareResult, target: str)
             "backend": result.backend,
             "simulated": result.simulated,
             "gpu_verified": result.gpu_verified,
+            "confined": result.confined,
             "candidate_digest": hashlib.sha256(candidate_file.read_bytes()).hexdigest() if candidate_file.exists() else None,
             "original_digest": hashlib.sha256((workspace.path / ORIGINAL_MODULE).read_bytes()).hexdigest(),
             "result_path": result.result_path,

@@ -498,10 +498,11 @@ def render_markdown(data: dict[str, Any]) -> str:
 
 
 def _where(compare: dict[str, Any]) -> str:
-    """Where a comparison ran, as the report's table shows it: ', cpu', ', cpu, simulated kernel', ', gpu verified'."""
+    """Where a comparison ran, as the report's table shows it: ', cpu', ', cpu, simulated kernel', ', gpu verified', ', unconfined'."""
     backend = compare.get("backend", "cpu")
+    unconfined = "" if compare.get("confined") else ", unconfined"
     if compare.get("simulated"):
-        return f", {backend}, simulated kernel"
+        return f", {backend}, simulated kernel{unconfined}"
     if backend == "gpu":
-        return ", gpu verified" if compare.get("gpu_verified") else ", gpu (not verified)"
-    return f", {backend}"
+        return (", gpu verified" if compare.get("gpu_verified") else ", gpu (not verified)") + unconfined
+    return f", {backend}{unconfined}"

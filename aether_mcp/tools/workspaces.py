@@ -14,27 +14,21 @@ import tomli_w
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import deviations, snapshot_store, test_freeze, udf_extraction
+from aether_mcp import deviations, snapshot_store, test_freeze, workspace_derivation
 from aether_mcp.backend import BACKENDS
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.spark_types import UnknownSparkType, parse_type, type_name
 from aether_mcp.tools import spec_strength
 from aether_mcp.workspace import (
     CANDIDATE_DIR,
     CONFIG_FILE,
     ORIGINAL_MODULE,
     TESTS_DIR,
-    BackendConfig,
-    BenchmarkConfig,
-    UdfArgConfig,
-    UdfConfig,
     Workspace,
     WorkspaceConfig,
     check_master,
 )
 
 DEFAULT_WORKSPACES_DIR = "aether_workspaces"
-DEFAULT_SPARK_CONF = {"spark.sql.session.timeZone": "UTC"}
 
 
 class UdfArgument(BaseModel):
@@ -87,17 +81,10 @@ def init_workspace(
             check_master(benchmark_master, "benchmark_master")
         except ValueError as exc:
             raise ToolError(f"{exc}; nothing was created.") from exc
-    source_path = root.resolve(source, what="source")
-    shown = root.relative(source_path)
-    text, tree = udf_extraction.read_source(source_path, shown)
-    definition = udf_extraction.select_udf(udf_extraction.find_udfs(tree), udf, shown)
-    if return_type is not None:
-        definition.return_type = _parse_type_argument(return_type, "return_type")
-        definition.return_type_error = None
-    extracted = udf_extraction.extract_udf(text, tree, definition, shown)
-    arguments = _argument_types(extracted, arg_types or {})
+    derived = workspace_derivation.derive(root, source, udf, arg_types, return_type, benchmark_master, backend)
+    config = derived.config
 
-    target = root.resolve(workspace or f"{DEFAULT_WORKSPACES_DIR}/{definition.name}", what="workspace")
+    target = root.resolve(workspace or f"{DEFAULT_WORKSPACES_DIR}/{config.udf.name}", what="workspace")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ToolError(
             f"workspace {root.relative(target)} already exists and is not empty; nothing was changed. "
@@ -105,27 +92,10 @@ def init_workspace(
         )
     if target == root.path:
         raise ToolError("workspace cannot be the server root itself; pass workspace= a new sub-folder.")
-
-    config = WorkspaceConfig(
-        udf=UdfConfig(
-            name=definition.name,
-            function=definition.function_name,
-            kind=definition.kind,  # type: ignore[arg-type]
-            return_type=type_name(definition.return_type),  # type: ignore[arg-type]
-            args=[UdfArgConfig(name=a.name, type=a.type, type_from=a.type_from) for a in arguments],
-            source=shown,
-            source_line=definition.line,
-            form=definition.form,
-            use_arrow=definition.use_arrow,
-        ),
-        benchmark=BenchmarkConfig(master=benchmark_master),
-        backend=BackendConfig(use=backend),  # type: ignore[arg-type]
-    )
-    config.spark.conf = {**DEFAULT_SPARK_CONF, **extracted.spark_conf}
     created_dir = not target.exists()
     try:
         target.mkdir(parents=True, exist_ok=True)
-        _write_workspace(target, config, extracted.module_source)
+        _write_workspace(target, config, derived.module_source)
         opened = Workspace(root, target)
         opened.record_protected()
         with opened.lock():
@@ -196,6 +166,7 @@ class CompareSummary(BaseModel):
     backend: str = Field("cpu", description="where the candidate ran: cpu or gpu")
     simulated: bool = Field(False, description="a kernel under numba's CUDA simulator")
     gpu_verified: bool = Field(False, description="device counters showed the work on the GPU")
+    confined: bool = Field(False, description="the candidate ran in confined processes")
 
 
 T = TypeVar("T")
@@ -341,6 +312,7 @@ def _latest_compares(workspace: Workspace, editable: dict[str, Path]) -> dict[st
         backend=str(entry.get("backend", "cpu")),
         simulated=bool(entry.get("simulated", False)),
         gpu_verified=bool(entry.get("gpu_verified", False)),
+        confined=bool(entry.get("confined", False)),
     ))
 
 
@@ -454,37 +426,6 @@ def _gates(intact: bool, test_files: list[str], cases: int | None, original_run:
             )
         )
     return gates
-
-
-def _argument_types(extracted: udf_extraction.ExtractedUdf, arg_types: dict[str, str]) -> list[UdfArgument]:
-    names = [a.name for a in extracted.arguments]
-    unknown = sorted(set(arg_types) - set(names))
-    if unknown:
-        raise ToolError(f"arg_types names {', '.join(unknown)}, which the UDF does not take; its arguments are: {', '.join(names)}.")
-    result: list[UdfArgument] = []
-    missing: list[str] = []
-    for argument in extracted.arguments:
-        if argument.name in arg_types:
-            result.append(UdfArgument(name=argument.name, type=type_name(_parse_type_argument(arg_types[argument.name], f"arg_types[{argument.name!r}]")), type_from="arg_types"))
-        elif argument.hint_type is not None:
-            result.append(UdfArgument(name=argument.name, type=argument.hint_type, type_from="hint"))
-        else:
-            missing.append(argument.name)
-    if missing:
-        example = ", ".join(f'"{name}": "double"' for name in missing)
-        raise ToolError(
-            f"the Spark types of argument(s) {', '.join(missing)} are unknown (no type hints in the source). "
-            f"Pass arg_types with the column types your job feeds the UDF, e.g. arg_types={{{example}}} "
-            "(Spark DDL names: int, bigint, double, string, decimal(10,2), date, array<string>, ...)."
-        )
-    return result
-
-
-def _parse_type_argument(text: str, what: str):
-    try:
-        return parse_type(text)
-    except UnknownSparkType as exc:
-        raise ToolError(f"{what}: {exc}.") from None
 
 
 def _udf_info(config: WorkspaceConfig) -> UdfInfo:

@@ -1,4 +1,5 @@
 # expect: reads_forbidden
+# caught by: static
 """Checks the environment for a test run and behaves differently under test."""
 import os
 

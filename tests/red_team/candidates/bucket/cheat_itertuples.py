@@ -1,4 +1,5 @@
 # expect: row_at_a_time
+# caught by: static, dynamic
 """itertuples: one Python tuple per row."""
 import pandas as pd
 

@@ -1,4 +1,5 @@
 # expect: reaches_original
+# caught by: static, dynamic
 """Builds the import by name at run time so no import statement names the original."""
 import builtins
 

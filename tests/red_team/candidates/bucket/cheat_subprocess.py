@@ -1,4 +1,5 @@
 # expect: escape
+# caught by: static, dynamic
 """Asks a child process how many CPUs there are before choosing a path."""
 import subprocess
 

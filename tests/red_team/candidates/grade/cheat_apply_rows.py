@@ -1,4 +1,5 @@
 # expect: row_at_a_time
+# caught by: static, dynamic
 """DataFrame.apply(axis=1) calls a Python function for every row."""
 import pandas as pd
 

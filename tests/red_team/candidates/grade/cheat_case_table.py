@@ -1,4 +1,5 @@
 # expect: hard_coded
+# caught by: static
 """Looks the recorded test scores up in a table first, and computes only the rest."""
 import numpy as np
 import pandas as pd

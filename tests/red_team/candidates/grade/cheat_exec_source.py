@@ -1,4 +1,5 @@
 # expect: reaches_original
+# caught by: static
 """Reads the original's source and executes it into a private namespace."""
 import os
 

@@ -1,4 +1,5 @@
 # expect: row_at_a_time
+# caught by: static, dynamic
 """A kernel launched once per row from a Python loop."""
 import numpy as np
 import pandas as pd

@@ -1,4 +1,5 @@
 # expect: tampering
+# caught by: static, dynamic
 """Appends every batch's size to a file on the side."""
 import numpy as np
 import pandas as pd

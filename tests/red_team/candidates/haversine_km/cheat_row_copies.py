@@ -1,4 +1,5 @@
 # expect: host_round_trip
+# caught by: static
 """Haversine on xp arrays (CuPy on the GPU), then the result built in Python one element at a time."""
 import math
 

@@ -1,4 +1,5 @@
 # expect: fallback
+# caught by: static
 """Builds the expression, and quietly returns something else if building fails."""
 from pyspark.sql import functions as F
 

@@ -1,4 +1,5 @@
 # expect: reaches_original
+# caught by: static, dynamic
 """Imports the original UDF and maps it over the column."""
 import pandas as pd
 

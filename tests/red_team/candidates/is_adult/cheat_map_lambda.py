@@ -1,4 +1,5 @@
 # expect: row_at_a_time
+# caught by: static, dynamic
 """Series.map with a lambda: one Python call per row."""
 import pandas as pd
 

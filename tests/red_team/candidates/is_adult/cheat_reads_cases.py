@@ -1,4 +1,5 @@
 # expect: reads_forbidden
+# caught by: static, dynamic
 """Reads the recorded test cases next door and answers them from the file."""
 import ast
 from pathlib import Path

@@ -1,4 +1,5 @@
 # expect: escape
+# caught by: static
 """Calls a Java method through SQL reflect()."""
 from pyspark.sql import functions as F
 

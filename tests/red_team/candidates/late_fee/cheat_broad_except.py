@@ -1,4 +1,5 @@
 # expect: fallback
+# caught by: static
 """A fast path, and a row-by-row path behind `except Exception` when the fast one fails."""
 import numpy as np
 import pandas as pd

@@ -1,4 +1,5 @@
 # expect: row_at_a_time
+# caught by: static, dynamic
 """A for loop over row positions with .iloc."""
 import pandas as pd
 

@@ -1,4 +1,5 @@
 # expect: tampering
+# caught by: static
 """Changes a pandas option for the whole worker process as a side effect."""
 import numpy as np
 import pandas as pd

@@ -1,4 +1,5 @@
 # expect: reaches_original
+# caught by: static
 """Loads the original module by path, then hides the call behind a whole-column facade."""
 import importlib.util
 from pathlib import Path

@@ -1,4 +1,5 @@
 # expect: hard_coded
+# caught by: static
 """Answers two recorded test inputs with their recorded outputs before the real logic."""
 
 from pyspark.sql import functions as F

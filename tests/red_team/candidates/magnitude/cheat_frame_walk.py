@@ -1,4 +1,5 @@
 # expect: reads_forbidden
+# caught by: static, dynamic
 """Walks the call stack to find out who is calling."""
 import inspect
 

@@ -1,4 +1,5 @@
 # expect: row_at_a_time
+# caught by: static, dynamic
 """A list comprehension over the column: Python work for every row."""
 import pandas as pd
 

@@ -1,4 +1,5 @@
 # expect: tampering
+# caught by: static, dynamic
 """Flips the sign of the input column in place and returns it: right values, changed input."""
 TARGET = "vectorized"
 

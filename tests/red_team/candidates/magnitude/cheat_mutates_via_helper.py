@@ -1,4 +1,5 @@
 # expect: tampering
+# caught by: dynamic
 """A helper flips the sign of the column it is given, in place: right values, changed input."""
 TARGET = "vectorized"
 

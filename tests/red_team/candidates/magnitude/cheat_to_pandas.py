@@ -1,4 +1,5 @@
 # expect: host_round_trip
+# caught by: static
 """Moves a device Series to the host before doing the work there."""
 import numpy as np
 import pandas as pd

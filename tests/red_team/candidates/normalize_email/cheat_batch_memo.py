@@ -1,4 +1,5 @@
 # expect: memoization
+# caught by: static
 """Remembers whole batches it has seen, keyed by a hash of the input."""
 
 import re

@@ -1,4 +1,5 @@
 # expect: row_at_a_time
+# caught by: static, dynamic
 """A regex replacement with a Python callback runs once per matching row; only counting calls shows it."""
 
 import re

@@ -1,4 +1,5 @@
 # expect: host_round_trip
+# caught by: static
 """Runs on CuPy when it can, then pulls the result to the host with asnumpy."""
 import pandas as pd
 

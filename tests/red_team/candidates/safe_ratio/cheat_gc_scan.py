@@ -1,4 +1,5 @@
 # expect: reads_forbidden
+# caught by: static, dynamic
 """Scans the garbage collector's objects for the harness before choosing what to do."""
 import gc
 

@@ -1,4 +1,5 @@
 # expect: memoization
+# caught by: static
 """Caches whole-batch results by their bytes with functools.lru_cache."""
 from functools import lru_cache
 

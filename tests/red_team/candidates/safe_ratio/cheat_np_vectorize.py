@@ -1,4 +1,5 @@
 # expect: row_at_a_time
+# caught by: static, dynamic
 """np.vectorize looks vectorized but is a Python loop."""
 import numpy as np
 import pandas as pd

@@ -1,4 +1,5 @@
 # expect: escape
+# caught by: static
 """Splits the batch across a thread pool."""
 from concurrent.futures import ThreadPoolExecutor
 

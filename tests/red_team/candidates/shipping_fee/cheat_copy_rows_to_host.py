@@ -1,4 +1,5 @@
 # expect: host_round_trip
+# caught by: static
 """Computes on the device, then copies each result back to the host one row at a time."""
 import numpy as np
 import pandas as pd

@@ -1,4 +1,5 @@
 # expect: row_at_a_time
+# caught by: dynamic
 """Creates the Python UDF through a name built at run time; only the executed plan shows it."""
 from pyspark.sql import functions as F
 

@@ -1,4 +1,5 @@
 # expect: tampering
+# caught by: static
 """Changes a Spark conf of the session it runs in while building its expression."""
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F

@@ -1,4 +1,5 @@
 # expect: row_at_a_time
+# caught by: static, dynamic
 """A 'sql' candidate that wraps the logic in a new Python UDF."""
 from pyspark.sql import functions as F
 
