@@ -98,6 +98,24 @@ def test_a_wrong_candidate_is_refused_before_timing(root, workspace, workers):
     assert not (Path(workspace) / ".aether" / "bench").exists()
 
 
+@pytest.mark.slow
+def test_a_candidate_wrong_only_at_benchmark_scale_is_refused_with_its_mismatch_count(root, workers):
+    # issue 15: fast and wrong only in the big batches a benchmark feeds it; the gate's sample
+    # (batches of at most 2,000 rows) never sees it, the output check over the whole data does
+    (root.path / "jobs" / "doubling.py").write_text('from pyspark.sql.functions import udf\n\n\n@udf("double")\ndef double_it(x: float) -> float:\n    return None if x is None else x * 2.0\n')
+    ws = workspaces.init_workspace(root, "jobs/doubling.py", "double_it").workspace
+    files.write_file(root, ws, "tests/cases.py", 'CASES = [{"args": [1.5], "expected": 3.0, "why": "doubles"}]\n')
+    source = (
+        "import pandas as pd\n\nTARGET = 'vectorized'\n\n\ndef evaluate(x):\n"
+        "    values = x.to_numpy(dtype='float64', na_value=0.0) * 2.0\n"
+        "    if len(x) > 2500:\n        values = values + 1.0\n"
+        "    return pd.Series(pd.arrays.FloatingArray(values, x.isna().to_numpy()))\n"
+    )
+    files.write_file(root, ws, "candidate/scale.py", source)
+    with pytest.raises(ToolError, match=r"is wrong at benchmark scale: [\d,]+ of 20,000 rows of the benchmark data differ from the original mode's output"):
+        run_benchmark(root, workers, ws, "scale", rows=20_000, repeats=1, warmup=0, modes=["original", "candidate"])
+
+
 @pytest.fixture
 def loyalty(tmp_path):
     shutil.copytree(EXAMPLES / "loyalty_pricing", tmp_path / "loyalty_pricing")
@@ -116,6 +134,8 @@ def test_every_mode_is_timed_interleaved_with_a_chart_and_a_record(loyalty, work
     assert all(m.runs == 3 and m.min_s <= m.median_s <= m.max_s and m.rows_per_s > 0 for m in result.modes)
     assert result.speedup is not None and result.speedup_ci[0] <= result.speedup <= result.speedup_ci[1]
     assert result.gate.startswith("byte_compare equal on ")
+    assert result.output_check == "the candidate's output over all 4,000 rows equals the original's (hashes of every row compared in Spark)"
+    assert result.confined, result.confinement
     by_mode = {m.mode: m for m in result.modes}
     original, floor, candidate = by_mode["original"].median_s, by_mode["floor"].median_s, by_mode["candidate"].median_s
     assert result.ratio_of_medians == round(original / candidate, 3)
