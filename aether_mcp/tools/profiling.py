@@ -154,7 +154,9 @@ def cpu_hotspots(functions: list[dict[str, Any]], rows: int, candidate_file: str
 
 def cpu_hints(hotspots: list[Hotspot], functions: list[dict[str, Any]]) -> list[str]:
     hints = []
-    per_row = [h for h in hotspots if h.calls_per_row is not None and h.calls_per_row >= PER_ROW_CALLS]
+    # The candidate's own per-row function first: that is the code to change (a library's
+    # element iterator it drives is the symptom, and which of the two costs more varies by run).
+    per_row = sorted((h for h in hotspots if h.calls_per_row is not None and h.calls_per_row >= PER_ROW_CALLS), key=lambda h: not h.in_candidate)
     if per_row:
         hints.append(f"{per_row[0].function} ({per_row[0].location}) runs {per_row[0].calls_per_row:.2f} times per row: work done per element in Python. Vectorize it (NumPy ufuncs, pandas .str methods, pyarrow.compute); it will not move to a GPU as it is.")
     total = sum(f["own_s"] for f in functions) or 1.0
