@@ -43,7 +43,11 @@ Phase 2, convert: write a candidate and prove it equal to the original as Spark 
    aether://notes/spark-functions and aether://notes/gpu-idioms map Python idioms to each.
 2. write_file(workspace, "candidate/<name>.py", ...); run_tests(workspace, "candidate:<name>").
 3. byte_compare(workspace, "<name>"): equal on the cases, the edge corpus and fresh hidden rows.
-   Each mismatch is a counterexample (shrunk): fix the candidate, not the tests.
+   Each mismatch is a counterexample (shrunk): fix the candidate, not the tests. Where the original
+   raises, the candidate must fail too (raise in vectorized code; F.raise_error or F.assert_true in
+   sql): a value there is an "original raised, candidate returned" mismatch, unless you
+   record_deviation(..., returns_where_original_raises=true) and say why. equal: null means no
+   verdict: too few rows on which the original returned (see evidence).
 4. audit_candidate(workspace, "<name>"). Gate: verdict PASS (no cheat finding, fresh comparison equal)."""
 
 BENCHMARK = """\

@@ -398,7 +398,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
             "floats this many ULPs apart count as equal), `applies_to` (a Python-style predicate over the argument "
             "names, e.g. \"amount is not None and amount < 0\": argument names, constants, comparisons, and/or/not, "
             "arithmetic, abs/len/min/max/round/isnan/isinf/isfinite and a few string methods such as strip/lower), or both (the tolerance only on those rows). `applies_to` alone puts "
-            "those rows out of scope. Relaxes byte_compare and audit_candidate exactly as declared; every later "
+            "those rows out of scope. `returns_where_original_raises`: where the original raises (on the rows `applies_to` "
+            "selects, or every row), the candidate may return a value instead of failing. Relaxes byte_compare and audit_candidate exactly as declared; every later "
             "result lists the deviation. Returns the candidate's deviations; remove_deviation takes one back."
         ),
     )
@@ -409,8 +410,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         reason: Annotated[str, Field(description="why the difference is acceptable for the pipeline")],
         applies_to: Annotated[str | None, Field(description="predicate over the arguments selecting the rows it covers; omit for every row")] = None,
         ulp_tolerance: Annotated[int | None, Field(description="floats this many ULPs apart count as equal")] = None,
+        returns_where_original_raises: Annotated[bool, Field(description="where the original raises, the candidate may return a value (a job that would have failed writes it)")] = False,
     ) -> deviation_records.DeviationsResult:
-        return deviation_records.record_deviation(sandbox, workspace, candidate, summary, reason, applies_to, ulp_tolerance)
+        return deviation_records.record_deviation(sandbox, workspace, candidate, summary, reason, applies_to, ulp_tolerance, returns_where_original_raises)
 
     @server.tool(
         name="remove_deviation",

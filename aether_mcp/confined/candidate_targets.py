@@ -33,6 +33,7 @@ from aether_mcp.evaluation.target_evaluation import (
     first_line,
     import_failure_message,
     is_import_failure,
+    probe_build,
 )
 from aether_mcp.spark_types import parse_type
 from aether_mcp.wire.value_codec import Raised
@@ -73,7 +74,15 @@ def load_candidate(config: Any, target: str, source: str, filename: str, fresh: 
         finally:
             changed = _restore_confs(confs)  # a build must not change the session other runs share
         # Columns refer to the arguments by name, so one build serves every frame.
-        return LoadedTarget(target, "sql", lambda frame, cols: apply_build(frame, built, target), digest(source), conf_changes=changed, built=built)
+        return LoadedTarget(
+            target,
+            "sql",
+            lambda frame, cols: apply_build(frame, built, target),
+            digest(source),
+            probe=lambda frame, cols: probe_build(frame, built),
+            conf_changes=changed,
+            built=built,
+        )
     if not defines_function(source, "evaluate"):
         raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
     mapper = arrow_batches.make_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type))

@@ -30,6 +30,7 @@ from aether_mcp.workspace import WorkspaceConfig
 
 PYTHON_EVAL_NODES = ("BatchEvalPython", "ArrowEvalPython")
 DEFAULT_MAX_ISOLATED = 32
+SQL_ERRORS_SHOWN = 3  # rows a sql probe found failing that run alone, for the error Spark gives
 ARROW_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
 
@@ -181,13 +182,13 @@ class _Evaluation:
         return frame
 
     def _probe_raising_rows(self, indices: list[int]) -> list[int]:
-        """Find the rows the original raises on in one job; returns the rows that did not raise."""
+        """Find the rows the target raises on in one job; returns the rows that did not raise."""
         assert self.loaded.probe is not None
         try:
             probed = self.loaded.probe(self._frame(indices), argument_columns(self.config)).collect()
         except Exception:
             return indices
-        clean = []
+        clean, raising = [], []
         errors = {row[ROW_ID]: row[OUTPUT] for row in probed}
         for index in indices:
             error = errors.get(index)
@@ -196,6 +197,14 @@ class _Evaluation:
             else:
                 exc_type, _, message = error.partition(": ")
                 self.outputs[index] = Raised(exc_type, message)
+                raising.append(index)
+        if self.loaded.target_kind == "sql":
+            # The probe knows that a row failed, not how: run a few alone for the real error.
+            for index in raising[:SQL_ERRORS_SHOWN]:
+                try:
+                    self._collect([index])
+                except Exception as exc:
+                    self.outputs[index] = raised_from(exc)
         return clean
 
     def _isolate(self, indices: list[int], failure: BaseException) -> None:
@@ -245,6 +254,35 @@ def apply_build(frame: DataFrame, built: Any, label: str, keep: list[Column | st
             frame = frame.withColumn(step_name, step_column)
         return frame.select(*keep, F.col(f"`{built[-1][0]}`").alias(OUTPUT))
     raise TargetError(f"{label}: build(*cols) must return a Column or a non-empty list of (name, Column) steps, not {type(built).__name__}")
+
+
+SQL_RAISED = "SparkRuntimeException"
+SQL_RAISED_NOTE = "the candidate's expression failed on this row (found in one job, each step evaluated under Spark's TryEval)"
+
+
+def probe_build(frame: DataFrame, built: Any) -> DataFrame:
+    """Which rows a sql build fails on, in one job: ROW_ID and OUTPUT (an error text, or null where it returned).
+
+    Each step is evaluated under Catalyst's TryEval around a one-field struct, so a failure is a
+    null struct and a null result is a struct holding null; a failed step's value is null for
+    the steps after it, whose own failures then no longer matter (the row already failed).
+    """
+    jvm = frame.sparkSession._jvm
+    utils = jvm.org.apache.spark.sql.classic.ExpressionUtils
+
+    def tried(column: Column) -> Column:
+        return Column(utils.column(jvm.org.apache.spark.sql.catalyst.expressions.TryEval(utils.expression(F.struct(column.alias("v"))._jc))))
+
+    steps = [("__aether_output", built)] if isinstance(built, Column) else list(built)
+    flags = []
+    for position, (step_name, step_column) in enumerate(steps):
+        flag = f"__aether_try_{position}"
+        frame = frame.withColumn(flag, tried(step_column)).withColumn(step_name, F.col(flag)["v"])
+        flags.append(F.col(flag).isNull())
+    failed = flags[0]
+    for flag_column in flags[1:]:
+        failed = failed | flag_column
+    return frame.select(ROW_ID, F.when(failed, F.lit(f"{SQL_RAISED}: {SQL_RAISED_NOTE}")).alias(OUTPUT))
 
 
 def _output_field(spark: SparkSession, config: WorkspaceConfig, loaded: LoadedTarget, schema: T.StructType) -> tuple[str, bool]:

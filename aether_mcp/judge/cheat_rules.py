@@ -33,6 +33,7 @@ WHY = {
     "evades_watch": "turning the step counter off, relabelling code or making functions at run time hides what the candidate does from the judge",
     "unexpected_import": "a candidate may import only the libraries whose behaviour the judge knows (NumPy, pandas, PyArrow, the standard library's math and text modules, Spark SQL's API, aether_mcp.backend, CuPy, cuDF, numba)",
     "watch_dependent": "a candidate must return the same rows whether or not it is watched; outputs of watched runs are compared with the original like any other",
+    "hides_failures": "where the original raises, its job fails; a value there (a null above all) turns that crash into data written silently",
 }
 FIX = {
     "reaches_original": "re-implement the logic in the candidate; copy constants and helpers you need from original/udf.py",
@@ -49,6 +50,7 @@ FIX = {
     "evades_watch": "remove the trace/profile calls, code-object edits and function construction",
     "unexpected_import": "use NumPy, pandas, PyArrow, math, re, decimal, datetime, unicodedata, pyspark.sql.functions/types, aether_mcp.backend, CuPy, cuDF or numba",
     "watch_dependent": "compute the same result on every run; do not inspect sys.gettrace() or anything else that tells a watched run apart",
+    "hides_failures": "fail on those rows too (raise in vectorized code, F.raise_error or F.assert_true in sql), or record_deviation(..., returns_where_original_raises=true) if the pipeline wants the value",
 }
 DYNAMIC_BUILTINS = {"exec", "eval", "compile", "__import__"}
 DYNAMIC_LOADERS = {"import_module", "spec_from_file_location", "module_from_spec", "run_path", "run_module", "exec_module", "__import__", "load_module"}

@@ -16,7 +16,8 @@ from typing import Any
 
 from aether_mcp.wire.value_codec import Raised
 
-KINDS = ("value", "null vs value", "NaN", "sign of zero", "type", "exception", "length", "keys")
+RAISE_KIND = "original raised, candidate returned"
+KINDS = ("value", "null vs value", "NaN", "sign of zero", "type", "exception", "length", "keys", RAISE_KIND)
 
 
 @dataclass(frozen=True)

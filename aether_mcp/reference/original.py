@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import pandas as pd
+
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -29,15 +31,17 @@ def load_original(config: Any, source: str, filename: str) -> LoadedTarget:
     function = original_function(config, source, filename)
     return_type = parse_type(config.udf.return_type)
     if config.udf.kind == "pandas":
-        pandas_udf = F.pandas_udf(series_function(function), return_type)
-        return LoadedTarget("original", "pandas", lambda frame, cols: frame.select(ROW_ID, pandas_udf(*cols).alias(OUTPUT)), digest(source))
-    row_udf = F.udf(function, return_type, useArrow=config.udf.use_arrow)
-    # Same transport as the UDF itself, so the probe sees exactly the values the UDF sees.
-    probe_udf = F.udf(_raising_probe(function), T.StringType(), useArrow=config.udf.use_arrow)
+        # The same Series the UDF gets; a batch that raises is split to single rows inside the probe.
+        kind, udf = "pandas", F.pandas_udf(series_function(function), return_type)
+        probe_udf = F.pandas_udf(_raising_batch_probe(function), T.StringType())
+    else:
+        # Same transport as the UDF itself, so the probe sees exactly the values the UDF sees.
+        kind, udf = "row", F.udf(function, return_type, useArrow=config.udf.use_arrow)
+        probe_udf = F.udf(_raising_probe(function), T.StringType(), useArrow=config.udf.use_arrow)
     return LoadedTarget(
         "original",
-        "row",
-        lambda frame, cols: frame.select(ROW_ID, row_udf(*cols).alias(OUTPUT)),
+        kind,
+        lambda frame, cols: frame.select(ROW_ID, udf(*cols).alias(OUTPUT)),
         digest(source),
         probe=lambda frame, cols: frame.select(ROW_ID, probe_udf(*cols).alias(OUTPUT)),
     )
@@ -50,5 +54,28 @@ def _raising_probe(function: Callable[..., Any]) -> Callable[..., str | None]:
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}"
         return None
+
+    return probe
+
+
+def _raising_batch_probe(function: Callable[..., Any]) -> Callable[..., pd.Series]:
+    """A pandas UDF body naming, per row, what the original raised: the whole batch first, then row by row."""
+
+    def probe(*series: pd.Series) -> pd.Series:
+        size = len(series[0]) if series else 0
+        try:
+            result = function(*series)
+            if len(result) == size:
+                return pd.Series([None] * size, dtype=object)
+        except Exception:
+            pass
+        errors: list[str | None] = []
+        for position in range(size):
+            try:
+                function(*(s.iloc[position : position + 1].reset_index(drop=True) for s in series))
+                errors.append(None)
+            except Exception as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
+        return pd.Series(errors, dtype=object)
 
     return probe

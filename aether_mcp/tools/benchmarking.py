@@ -200,7 +200,7 @@ def _gate(root: SandboxRoot, workers: WorkerPool, workspace: str, name: str, can
     report(0, None, f"byte_compare on {GATE_HIDDEN_ROWS} hidden rows before timing anything")
     gate = byte_compare(root, workers, workspace, name, hidden_rows=GATE_HIDDEN_ROWS, cancel=cancel, backend=resolved.name if resolved else None, prove_device=False)
     if not gate.equal:
-        why = gate.error or f"{sum(s.mismatched for s in gate.sources)} mismatching rows" + (f"; {'; '.join(gate.contract_problems)}" if gate.contract_problems else "")
+        why = gate.error or (gate.evidence.note if gate.equal is None else f"{sum(s.mismatched for s in gate.sources)} mismatching rows") + (f"; {'; '.join(gate.contract_problems)}" if gate.contract_problems else "")
         raise ToolError(f"candidate {name!r} does not pass byte_compare ({why}; see {gate.result_path}); speed of a wrong answer is not measured. Fix it, or record_deviation for a difference you keep, then benchmark again.")
     return f"byte_compare equal on {gate.rows_compared} rows" + (f" with deviations: {'; '.join(gate.policy.declared_deviations)}" if gate.policy.declared_deviations else "")
 

@@ -23,7 +23,8 @@ from pydantic import BaseModel, Field
 
 from aether_mcp.judge import shrink
 from aether_mcp.judge.case_literals import read_case_rows
-from aether_mcp.judge.compare import classify
+from aether_mcp.judge.compare import RAISE_KIND, Difference, classify
+from aether_mcp.judge.raise_regions import RaiseRegions
 from aether_mcp.judge.edge_inputs import edge_rows
 from aether_mcp.judge.hidden_inputs import hidden_rows as generate_hidden_rows
 from aether_mcp.judge.watch_events import WatchEvent, parse
@@ -48,6 +49,11 @@ SHRUNK_PER_CALL = MISMATCHES_PER_SOURCE
 SHRINK_ROUNDS = 6
 SHRINK_VARIANTS_PER_ROUND = 150
 RAISED_SAMPLE = 20
+# More hidden rows when too few returned: rounds, seconds, and the most rows drawn in all.
+TOP_UP_ROUNDS = 3
+TOP_UP_BUDGET_S = 90.0
+TOP_UP_MAX_ROWS = 20_000
+TOP_UP_POOL_FACTOR = 20  # generated rows tried per row wanted, when most of them have a learned feature
 # Arrow batch sizes and partition layouts drawn per call, so batch-size special cases show up.
 # Tests and edge rows always run in tiny batches, hidden rows in a layout drawn per call.
 SMALL_BATCH_SIZES = (1, 2, 7)
@@ -63,8 +69,9 @@ DEVICE_CHECK_TIMEOUT_S = 1_800
 class SourceSummary(BaseModel):
     source: Source
     rows: int
-    mismatched: int
+    mismatched: int = Field(description="rows that differ, including rows where the original raised and the candidate returned")
     original_raised: int
+    candidate_returned_where_original_raised: int = Field(0, description="of those, rows where the candidate returned a value (mismatches, unless a deviation allows it)")
 
 
 class Mismatch(BaseModel):
@@ -82,13 +89,31 @@ class RaisedExample(BaseModel):
     source: Source
     args: list[str]
     original_raised: str
-    candidate_returned: str
+    candidate: str = Field(description="what the candidate did on the row: 'raised <type>: <message>' or the value it returned")
 
 
 class OriginalRaised(BaseModel):
     count: int
+    candidate_raised: int = Field(0, description="rows where the candidate failed too (the exception types are shown, not required to match)")
+    candidate_returned: int = Field(0, description="rows where the candidate returned a value: mismatches of kind 'original raised, candidate returned', unless a deviation allows it")
+    allowed_by_deviation: int = Field(0, description="of those, rows a returns_where_original_raises deviation covers")
     examples: list[RaisedExample]
-    note: str = "inputs the original raises on fail the job either way; they are not counted as mismatches"
+    note: str = (
+        "where the original raises, its job fails: the candidate must fail too (any exception or Spark error; the "
+        "types are reported, not required to match). A value there is a mismatch, unless record_deviation declares "
+        "returns_where_original_raises."
+    )
+
+
+class Evidence(BaseModel):
+    required_hidden_rows: int = Field(description="hidden rows on which the original returned that equal needs (aether.toml [compare] min_compared_rows, or every requested row if fewer)")
+    hidden_rows_generated: int
+    hidden_rows_compared: int = Field(description="hidden rows on which the original returned, compared")
+    hidden_rows_original_raised: int
+    extra_rows_drawn: int = Field(0, description="hidden rows drawn after learning where the original raises, to reach the required count")
+    learned: list[str] = Field(default_factory=list, description="argument features the original raised on nearly always; the extra rows avoid them")
+    enough: bool
+    note: str
 
 
 class ComparisonPolicy(BaseModel):
@@ -110,8 +135,9 @@ class BatchShape(BaseModel):
 class ByteCompareResult(BaseModel):
     workspace: str
     candidate: str
-    equal: bool
-    rows_compared: int
+    equal: bool | None = Field(description="true: no difference on enough evidence; false: a difference (or the candidate could not run); null: no verdict, too few rows on which the original returned (see evidence)")
+    rows_compared: int = Field(description="rows on which the original returned, compared (rows where it raised are counted in original_raised)")
+    evidence: Evidence
     sources: list[SourceSummary]
     mismatches: list[Mismatch]
     original_raised: OriginalRaised
@@ -174,44 +200,55 @@ def byte_compare(
 
     comparison = Comparison(opened, workers, target, cancel, resolved.name)
     candidate_run = _CandidateRun(workers, opened, target, rows, [source for source, _ in inputs], small_shape, shape, cancel, resolved.name)
-    # A vectorized candidate isolates its own failing rows, so it can run on every row while the
-    # original runs; a sql candidate fails whole jobs on rows the original raises on, so it waits.
-    concurrent = _candidate_kind(opened, target) in ("vectorized", "kernel")
-    report(1, 4, f"evaluating the original{' and ' + target if concurrent else ''} on {len(rows)} rows")
+    # Every candidate runs on every row, alongside the original: a vectorized candidate isolates
+    # its own failing rows, a sql candidate's failing rows are found in one job under TryEval.
+    report(1, 4, f"evaluating the original and {target} on {len(rows)} rows")
     with ThreadPoolExecutor(max_workers=2) as executor:
-        candidate_future = executor.submit(candidate_run.evaluate, list(range(len(rows)))) if concurrent else None
+        candidate_future = executor.submit(candidate_run.evaluate, list(range(len(rows))))
         try:
             expected = workers.evaluate("reference", opened, "original", rows, typed=True, cancel=cancel).outputs
+            extra = _Evidence(opened, comparison, hidden_rows, mined, inputs, rows, expected, cancel, report).top_up()
         except EvaluationFailed as exc:
-            if candidate_future is not None:
-                candidate_future.result()
-            raise ToolError(f"the original could not be evaluated ({exc}); run_tests(workspace, 'original') shows the same problem in context.") from None
-        raised = [i for i, value in enumerate(expected) if isinstance(value, Raised)]
-        clean = [i for i, value in enumerate(expected) if not isinstance(value, Raised)]
-        if candidate_future is not None:
             candidate_future.result()
-        else:
-            report(2, 4, f"evaluating {target} on {len(clean)} rows")
-            candidate_run.evaluate(clean)
+            raise ToolError(f"the original could not be evaluated ({exc}); run_tests(workspace, 'original') shows the same problem in context.") from None
+        candidate_future.result()
+    candidate_run.sources += ["hidden"] * len(extra.indices)
+    if extra.indices and candidate_run.error is None and not candidate_run.cancelled:
+        report(2, 4, f"evaluating {target} on {len(extra.indices)} more hidden rows")
+        candidate_run.evaluate(extra.indices)
     if candidate_run.cancelled:
         raise ToolError(candidate_run.error or "byte_compare was cancelled")
     actual, error, output_type, contract_problems = candidate_run.actual, candidate_run.error, candidate_run.output_type, candidate_run.contract_problems
+    raised = [i for i, value in enumerate(expected) if isinstance(value, Raised)]
+    clean = [i for i, value in enumerate(expected) if not isinstance(value, Raised)]
 
     mismatches: list[Mismatch] = []
     mismatched: dict[Source, int] = {"tests": 0, "edge": 0, "hidden": 0}
+    returned_on_raise: dict[Source, int] = {"tests": 0, "edge": 0, "hidden": 0}
     to_shrink: list[int] = []
     excluded = 0
+    hidden_compared = 0
+    raise_outcome = {"raised": 0, "returned": 0, "allowed": 0}
+    raised_rows = set(raised)
     if error is None:
-        for index in clean:
+        for index in clean + raised:
             found, out_of_scope = comparison.difference(rows[index], expected[index], actual[index])
             excluded += out_of_scope
+            source = inputs[index][0]
+            if index in raised_rows and not out_of_scope:
+                outcome = comparison.raise_outcome(rows[index], actual[index])
+                raise_outcome[outcome] += 1
+                if outcome != "raised":
+                    returned_on_raise[source] += 1
+            elif source == "hidden" and not out_of_scope:
+                hidden_compared += 1
             if found is None:
                 continue
-            source = inputs[index][0]
             mismatched[source] += 1
-            if sum(1 for m in mismatches if m.source == source) < MISMATCHES_PER_SOURCE:
+            kind_shown = sum(1 for m in mismatches if m.source == source and (m.kind == RAISE_KIND) == (found.kind == RAISE_KIND))
+            if kind_shown < MISMATCHES_PER_SOURCE:
                 mismatches.append(_mismatch(source, rows[index], expected[index], actual[index], found))
-                if source == "hidden" and len(to_shrink) < SHRUNK_PER_CALL:
+                if source == "hidden" and found.kind != RAISE_KIND and len(to_shrink) < SHRUNK_PER_CALL:
                     to_shrink.append(len(mismatches) - 1)
         if to_shrink and not contract_problems:  # with the wrong output type every row differs: nothing to shrink
             report(3, 4, f"shrinking {len(to_shrink)} counterexample(s)")
@@ -224,23 +261,20 @@ def byte_compare(
                     mismatches[position] = _mismatch("hidden", shrunk.row, shrunk.expected, shrunk.actual, shrunk.difference)
                     mismatches[position].shrunk_from = original_args
 
-    sample = [(inputs[i][0], rows[i], expected[i]) for i in raised[:RAISED_SAMPLE]]
-    if error is not None:
-        raised_examples = []
-    elif concurrent:
-        raised_examples = [RaisedExample(source=source, args=[repr(v) for v in row], original_raised=str(value), candidate_returned=_show(actual[i])) for i, (source, row, value) in zip(raised, sample)]
-    else:
-        raised_examples = comparison.raised_examples(sample)
+    raised_examples = [] if error is not None else _raised_examples(inputs, rows, expected, actual, raised)
     sources = [
         SourceSummary(
             source=name,
             rows=sum(1 for source, _ in inputs if source == name),
             mismatched=mismatched[name],
             original_raised=sum(1 for i in raised if inputs[i][0] == name),
+            candidate_returned_where_original_raised=returned_on_raise[name],
         )
         for name in ("tests", "edge", "hidden")
     ]
-    equal = error is None and not contract_problems and sum(mismatched.values()) == 0
+    evidence = extra.evidence(hidden_compared if error is None else 0)
+    differs = error is not None or bool(contract_problems) or sum(mismatched.values()) > 0
+    equal = False if differs else True if evidence.enough else None
     if resolved.name == "gpu" and error is not None:
         activity, verified, proof_note = None, False, "gpu_verified: false (not checked: the candidate could not be evaluated)"
     elif resolved.name == "gpu" and not prove_device:
@@ -254,10 +288,17 @@ def byte_compare(
         candidate=target.removeprefix("candidate:"),
         equal=equal,
         rows_compared=len(clean) - excluded if error is None else 0,
+        evidence=evidence,
         rows_out_of_scope=excluded,
         sources=sources,
         mismatches=mismatches,
-        original_raised=OriginalRaised(count=len(raised), examples=raised_examples),
+        original_raised=OriginalRaised(
+            count=len(raised),
+            candidate_raised=raise_outcome["raised"],
+            candidate_returned=raise_outcome["returned"] + raise_outcome["allowed"],
+            allowed_by_deviation=raise_outcome["allowed"],
+            examples=raised_examples,
+        ),
         error=error,
         contract_problems=contract_problems,
         output_type=output_type,
@@ -279,7 +320,7 @@ def byte_compare(
     result_path.parent.mkdir(parents=True, exist_ok=True)
     result_path.write_text(result.model_dump_json(indent=2), encoding="utf-8")
     _record_latest(opened, result, target)
-    report(4, 4, "equal" if equal else "not equal")
+    report(4, 4, "equal" if equal else "not equal" if equal is False else "no verdict: too little evidence")
     return result
 
 
@@ -348,11 +389,25 @@ class Comparison:
         return ComparisonPolicy(floats=self.workspace.config.compare.floats, ulp_tolerance=self.ulp_tolerance, declared_deviations=declared)
 
     def difference(self, row: list[Any], expected: Any, actual: Any):
-        """The difference under the policy and the row's deviations; (None, True) when the row is out of scope."""
+        """The difference under the policy and the row's deviations; (None, True) when the row is out of scope.
+
+        Where the original raised, the candidate must fail too (any exception: the types are
+        shown, not compared), unless a deviation lets it return there.
+        """
         excluded, tolerance = self.applied.for_row(row)
         if excluded:
             return None, True
+        if isinstance(expected, Raised):
+            if self.raise_outcome(row, actual) == "returned":
+                return Difference(RAISE_KIND, f"{RAISE_KIND}: the original raised {expected}, the candidate returned {actual!r}"), False
+            return None, False
         return classify(expected, actual, max(self.ulp_tolerance, tolerance)), False
+
+    def raise_outcome(self, row: list[Any], actual: Any) -> str:
+        """On a row where the original raised: 'raised', 'allowed' (returned, under a deviation) or 'returned'."""
+        if isinstance(actual, Raised):
+            return "raised"
+        return "allowed" if self.applied.may_return_where_original_raises(row) else "returned"
 
     def both(self, rows: list[list[Any]]) -> tuple[list[Any], list[Any]]:
         expected = self.workers.evaluate("reference", self.workspace, "original", rows, cancel=self.cancel).outputs
@@ -391,17 +446,96 @@ class Comparison:
                 break
         return best
 
-    def raised_examples(self, items: list[tuple[Source, list[Any], Raised]]) -> list[RaisedExample]:
-        if not items:
-            return []
-        try:
-            returned = self.workers.evaluate("candidate", self.workspace, self.target, [row for _, row, _ in items], cancel=self.cancel, backend=self.backend).outputs
-        except EvaluationFailed as exc:
-            returned = [Raised("NotEvaluated", str(exc))] * len(items)
-        return [
-            RaisedExample(source=source, args=[repr(v) for v in row], original_raised=str(raised), candidate_returned=_show(value))
-            for (source, row, raised), value in zip(items, returned)
-        ]
+
+class _Evidence:
+    """Whether enough hidden rows returned to judge on, and more of them where too few did."""
+
+    def __init__(self, workspace, comparison, requested, mined, inputs, rows, expected, cancel, report) -> None:
+        self.workspace, self.comparison, self.mined = workspace, comparison, mined
+        self.inputs, self.rows, self.expected = inputs, rows, expected
+        self.cancel, self.report = cancel, report
+        self.required = min(workspace.config.compare.min_compared_rows, requested)
+        self.indices: list[int] = []
+        self.learned: list[str] = []
+
+    def _hidden(self) -> list[int]:
+        return [i for i, (source, _) in enumerate(self.inputs) if source == "hidden"]
+
+    def _returned(self, index: int) -> bool:
+        return not isinstance(self.expected[index], Raised) and not self.comparison.applied.for_row(self.rows[index])[0]
+
+    def top_up(self) -> _Evidence:
+        """Draw more hidden rows, avoiding what the original raised on, until enough returned (or the budget ends)."""
+        started = time.monotonic()
+        names = [a.name for a in self.workspace.config.udf.args]
+        for _ in range(TOP_UP_ROUNDS):
+            hidden = self._hidden()
+            have = sum(1 for i in hidden if self._returned(i))
+            if have >= self.required or (self.cancel is not None and self.cancel.is_set()):
+                break
+            if time.monotonic() - started > TOP_UP_BUDGET_S or len(self.indices) >= TOP_UP_MAX_ROWS:
+                break
+            regions = RaiseRegions([self.rows[i] for i in hidden], [self.expected[i] for i in hidden])
+            self.learned = regions.describe(names)
+            allowed = [i for i in hidden if regions.allows(self.rows[i])]
+            share = sum(1 for i in allowed if self._returned(i)) / len(allowed) if allowed else (0.5 if regions.learned else 0.0)
+            if share == 0.0:
+                break  # nothing returned, and nothing learned to avoid: more of the same would not return either
+            wanted = min(TOP_UP_MAX_ROWS - len(self.indices), int((self.required - have) / share * 1.3) + 10)
+            drawn: list[list[Any]] = []
+            tried = 0
+            while len(drawn) < wanted and tried < wanted * TOP_UP_POOL_FACTOR:
+                pool = generate_hidden_rows(self.workspace.config, self.mined, min(20_000, wanted * 2), secrets.randbits(64))
+                tried += len(pool)
+                drawn += [row for row in pool if regions.allows(row)][: wanted - len(drawn)]
+            if not drawn:
+                break
+            self.report(1, 4, f"the original returned on {have} of {len(hidden)} hidden rows; drawing {len(drawn)} more" + (f" avoiding {'; '.join(self.learned)}" if self.learned else ""))
+            outputs = self.comparison.workers.evaluate("reference", self.workspace, "original", drawn, typed=True, cancel=self.cancel).outputs
+            first = len(self.rows)
+            self.inputs += [("hidden", row) for row in drawn]
+            self.rows += drawn
+            self.expected += outputs
+            self.indices += list(range(first, len(self.rows)))
+        return self
+
+    def evidence(self, compared: int) -> Evidence:
+        hidden = self._hidden()
+        raised = sum(1 for i in hidden if isinstance(self.expected[i], Raised))
+        enough = compared >= self.required
+        if enough:
+            note = f"equal needs {self.required} compared hidden rows on which the original returned; {compared} were compared"
+        elif compared == 0 and hidden and raised == len(hidden):
+            note = (
+                f"no evidence: the original raised on {raised} of {len(hidden)} hidden rows, so nothing could be compared. "
+                "Check that the argument types in aether.toml are what the job passes, and record_cases with rows on which the original returns."
+            )
+        else:
+            note = (
+                f"too little evidence: {compared} hidden rows compared where equal needs {self.required} (the original raised on {raised} of "
+                f"{len(hidden)}). Check the argument types in aether.toml, record_cases with rows on which the original returns, or lower "
+                "[compare] min_compared_rows only if the UDF's real inputs are this narrow."
+            )
+        if self.indices:
+            note += f"; {len(self.indices)} extra rows were drawn" + (f" avoiding {'; '.join(self.learned)}" if self.learned else "")
+        return Evidence(
+            required_hidden_rows=self.required,
+            hidden_rows_generated=len(hidden),
+            hidden_rows_compared=compared,
+            hidden_rows_original_raised=raised,
+            extra_rows_drawn=len(self.indices),
+            learned=self.learned,
+            enough=enough,
+            note=note,
+        )
+
+
+def _raised_examples(inputs, rows, expected, actual, raised: list[int]) -> list[RaisedExample]:
+    """Rows the original raised on, those where the candidate returned first."""
+    returned = [i for i in raised if not isinstance(actual.get(i), Raised)]
+    failed = [i for i in raised if isinstance(actual.get(i), Raised)]
+    chosen = returned[: RAISED_SAMPLE // 2] + failed[: RAISED_SAMPLE - min(len(returned), RAISED_SAMPLE // 2)]
+    return [RaisedExample(source=inputs[i][0], args=[repr(v) for v in rows[i]], original_raised=str(expected[i]), candidate=_show(actual.get(i))) for i in chosen[:RAISED_SAMPLE]]
 
 
 def _original_row(inputs: list[tuple[Source, list[Any]]], mismatch: Mismatch) -> list[Any]:
@@ -478,6 +612,7 @@ def _record_latest(workspace: Workspace, result: ByteCompareResult, target: str)
         latest[result.candidate] = {
             "equal": result.equal,
             "rows_compared": result.rows_compared,
+            "evidence": result.evidence.note,
             "mismatched": sum(s.mismatched for s in result.sources),
             "backend": result.backend,
             "simulated": result.simulated,

@@ -31,6 +31,7 @@ from aether_mcp.judge.compare import classify
 from aether_mcp.judge.hidden_inputs import hidden_rows
 from aether_mcp.judge.mined_values import mine
 from aether_mcp.judge.watch_events import WatchEvent, parse, rule_of
+from aether_mcp.judge.compare import RAISE_KIND
 from aether_mcp.wire.value_codec import Raised
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.path_guard import SandboxRoot
@@ -62,8 +63,10 @@ class AuditFinding(BaseModel):
 
 
 class ComparisonSummary(BaseModel):
-    equal: bool
+    equal: bool | None = Field(description="null: no verdict, too few rows on which the original returned (see evidence)")
     rows_compared: int
+    evidence: str = ""
+    original_raised: int = Field(0, description="rows the original raised on; the candidate must fail there too")
     mismatched: dict[str, int]
     error: str | None
     contract_problems: list[str]
@@ -123,9 +126,13 @@ def audit_candidate(
     comparison = byte_compare(root, workers, workspace, name, hidden_rows=hidden_rows_count, cancel=cancel, backend=resolved.name)
     report(2, 3, "watched runs")
     watched = _Watched(opened, workers, target, watched_rows, cancel, resolved.name)
-    dynamic, watch_problem = watched.findings(comparison.equal)
+    dynamic, watch_problem = watched.findings(comparison.equal is True)
     findings += dynamic + _event_findings(opened, comparison.watch_events + watched.events)
     file = f"{CANDIDATE_DIR}/{name}.py"
+    hidden_crashes = comparison.original_raised.candidate_returned - comparison.original_raised.allowed_by_deviation
+    if hidden_crashes:
+        example = next((m for m in comparison.mismatches if m.kind == RAISE_KIND), None)
+        findings.append(_dynamic("hides_failures", file, f"returned a value on {hidden_crashes} of {comparison.original_raised.count} rows where the original raised" + (f", e.g. args {example.args}: the original {example.expected}, the candidate returned {example.actual}" if example else "")))
     if comparison.device_activity is not None:
         findings += [_dynamic(problem.rule, file, f"device counters: {problem.message}") for problem in comparison.device_activity.problems]
 
@@ -135,6 +142,8 @@ def audit_candidate(
         reasons.append(watch_problem)
     if comparison.error:
         reasons.append(f"the candidate could not be compared: {comparison.error}")
+    elif comparison.equal is None:
+        reasons.append(f"no verdict from byte_compare: {comparison.evidence.note}")
     elif not comparison.equal:
         mismatched = sum(s.mismatched for s in comparison.sources)
         reasons.append(f"byte_compare found {mismatched} mismatching rows" + (f" and {'; '.join(comparison.contract_problems)}" if comparison.contract_problems else ""))
@@ -314,10 +323,8 @@ class _Watched:
         for label, (rows, batch, rule, what) in layouts.items():
             wrong, example = 0, ""
             for row, want, got in zip(rows, expected[label], runs[label]["outputs"]):
-                if isinstance(want, Raised):
-                    continue
-                self.compared += 1
-                found, _ = comparison.difference(row, want, got)
+                self.compared += not isinstance(want, Raised)
+                found, _ = comparison.difference(row, want, got)  # where the original raised, the candidate must fail too
                 if found is not None:
                     wrong += 1
                     example = example or f"args {[repr(v) for v in row]}: {found.detail}"
@@ -377,6 +384,8 @@ def _summary(result: ByteCompareResult) -> ComparisonSummary:
     return ComparisonSummary(
         equal=result.equal,
         rows_compared=result.rows_compared,
+        evidence=result.evidence.note,
+        original_raised=result.original_raised.count,
         mismatched={s.source: s.mismatched for s in result.sources},
         error=result.error,
         contract_problems=result.contract_problems,

@@ -405,7 +405,7 @@ def render_markdown(data: dict[str, Any]) -> str:
             tests_cell = f"{c['tests']['passed']} passed, {c['tests']['failed']} failed" if c["tests"] else "not run"
             compare = c["byte_compare"]
             compare_cell = (
-                (f"equal on {compare['rows_compared']} rows" if compare["equal"] else f"{compare['mismatched']} mismatches")
+                (f"equal on {compare['rows_compared']} rows" if compare["equal"] else "no verdict (too little evidence)" if compare["equal"] is None else f"{compare['mismatched']} mismatches")
                 + _where(compare)
                 + (" (stale)" if compare["candidate_changed_since"] else "")
                 if compare

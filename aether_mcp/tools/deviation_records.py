@@ -29,16 +29,24 @@ def record_deviation(
     reason: str,
     applies_to: str | None = None,
     ulp_tolerance: int | None = None,
+    returns_where_original_raises: bool = False,
 ) -> DeviationsResult:
     opened = Workspace.open_intact(root, workspace)
     name = _candidate_name(opened, candidate)
     summary, reason = (summary or "").strip(), (reason or "").strip()
     if len(summary) < 10 or len(reason) < 10:
         raise ToolError("summary and reason must each say something (at least 10 characters): what differs, and why it is acceptable.")
-    if applies_to is None and ulp_tolerance is None:
+    if returns_where_original_raises and ulp_tolerance is not None:
+        raise ToolError(
+            "returns_where_original_raises and ulp_tolerance are separate deviations: record one with "
+            "returns_where_original_raises (and applies_to if only some rows), and another with ulp_tolerance."
+        )
+    if applies_to is None and ulp_tolerance is None and not returns_where_original_raises:
         raise ToolError(
             "a deviation must declare what it relaxes: ulp_tolerance (floats this many ULPs apart count as equal), "
-            "applies_to (a predicate over the arguments: those rows are out of scope), or both (a tolerance on those rows)."
+            "applies_to (a predicate over the arguments: those rows are out of scope), both (a tolerance on those rows), "
+            "or returns_where_original_raises=true (where the original raises, the candidate may return a value; with "
+            "applies_to, only on those rows)."
         )
     if ulp_tolerance is not None and not 1 <= ulp_tolerance <= MAX_ULP:
         raise ToolError(f"ulp_tolerance must be between 1 and {MAX_ULP}.")
@@ -46,7 +54,7 @@ def record_deviation(
         Predicate(applies_to, [a.name for a in opened.config.udf.args])  # refuses what cannot be evaluated safely
     with opened.lock():
         existing = deviations.load(opened, name)
-        existing.append(deviations.new_deviation(existing, summary, reason, applies_to, ulp_tolerance))
+        existing.append(deviations.new_deviation(existing, summary, reason, applies_to, ulp_tolerance, returns_where_original_raises))
         deviations.save(opened, name, existing)
     return DeviationsResult(candidate=name, deviations=existing)
 

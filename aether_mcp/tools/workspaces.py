@@ -158,7 +158,8 @@ class RunSummary(BaseModel):
 
 
 class CompareSummary(BaseModel):
-    equal: bool
+    equal: bool | None = Field(description="null: no verdict, too few rows on which the original returned")
+    evidence: str = ""
     rows_compared: int
     mismatched: int
     candidate_changed_since: bool = Field(description="the candidate file changed after this comparison")
@@ -304,7 +305,8 @@ def _latest_runs(workspace: Workspace) -> dict[str, dict]:
 
 def _latest_compares(workspace: Workspace, editable: dict[str, Path]) -> dict[str, CompareSummary]:
     return _latest(workspace, editable, "compares.json", lambda entry, changed: CompareSummary(
-        equal=bool(entry["equal"]),
+        equal=entry["equal"] if entry["equal"] is None else bool(entry["equal"]),
+        evidence=str(entry.get("evidence", "")),
         rows_compared=int(entry["rows_compared"]),
         mismatched=int(entry["mismatched"]),
         candidate_changed_since=changed,
@@ -395,6 +397,9 @@ def _compare_gate(compares: dict[str, CompareSummary]) -> Gate:
     equal = sorted(name for name, c in current.items() if c.equal)
     if equal:
         return Gate(name="candidate_equal", status="pass", detail=f"byte_compare found no difference for: {', '.join(equal)}")
+    undecided = sorted(name for name, c in current.items() if c.equal is None)
+    if undecided and len(undecided) == len(current):
+        return Gate(name="candidate_equal", status="fail", detail=f"byte_compare gave no verdict for: {', '.join(undecided)} ({current[undecided[0]].evidence})")
     if current:
         return Gate(name="candidate_equal", status="fail", detail=f"byte_compare found differences for: {', '.join(sorted(current))}")
     return Gate(name="candidate_equal", status="pending", detail="call byte_compare(workspace, candidate) once a candidate passes run_tests")
