@@ -33,6 +33,7 @@ CHUNK_ROWS = 262_144
 MAX_ROWS = 50_000_000
 DEFAULT_SEED = 0
 DEFAULT_NULL_RATE = 0.05
+RAISE_REGIONS = "runs/raise_regions.json"  # under .aether/: what the latest byte_compare learned the original raises on
 SPEC_KEYS = {"null_rate", "min", "max", "values"}
 INTEGER_BOUNDS = {T.ByteType: (-(2**7), 2**7 - 1), T.ShortType: (-(2**15), 2**15 - 1), T.IntegerType: (-(2**31), 2**31 - 1), T.LongType: (-(2**63), 2**63 - 1)}
 EPOCH_DAY_2000, EPOCH_DAY_2031 = 10_957, 22_281
@@ -52,6 +53,8 @@ class GenerateDataResult(BaseModel):
     seed: int
     spec: dict[str, dict[str, Any]]
     columns: list[ColumnInfo]
+    spec_used: dict[str, dict[str, Any]] = Field(default_factory=dict, description="the settings each column was drawn with: the spec given, else the job's literals, else what byte_compare learned the original raises on")
+    spec_from: list[str] = Field(default_factory=list, description="why each setting not given in spec was chosen")
     reused: bool = Field(description="the same spec, seed and size existed already")
     size_bytes: int
     duration_s: float
@@ -66,15 +69,16 @@ def generate(workspace: Workspace, rows: int, seed: int | None = None, spec: dic
         raise ToolError("seed must be a non-negative integer below 2**63.")
     args = workspace.config.udf.args
     spec = _checked_spec(spec or {}, [a.name for a in args])
-    key = json.dumps({"v": GENERATOR_VERSION, "args": [[a.name, a.type] for a in args], "spec": spec, "seed": seed, "rows": rows, "original": _original_digest(workspace)}, sort_keys=True)
+    used, reasons = effective_spec(workspace, spec)
+    key = json.dumps({"v": GENERATOR_VERSION, "args": [[a.name, a.type] for a in args], "spec": used, "seed": seed, "rows": rows, "original": _original_digest(workspace)}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     folder = workspace.state_dir / DATA_DIR
     path = folder / f"{digest}.parquet"
     mined = mine(workspace.verified_original())
-    columns = [_Column(a.name, parse_type(a.type), a.type, spec.get(a.name, {}), mined) for a in args]
+    columns = [_Column(a.name, parse_type(a.type), a.type, used.get(a.name, {}), mined) for a in args]
     infos = [c.info() for c in columns]
     if path.exists():
-        return GenerateDataResult(path=str(path), rows=rows, seed=seed, spec=spec, columns=infos, reused=True, size_bytes=path.stat().st_size, duration_s=round(time.monotonic() - started, 3))
+        return GenerateDataResult(path=str(path), rows=rows, seed=seed, spec=spec, spec_used=_shown(used), spec_from=reasons, columns=infos, reused=True, size_bytes=path.stat().st_size, duration_s=round(time.monotonic() - started, 3))
     report = progress or (lambda done, total, message: None)
     folder.mkdir(parents=True, exist_ok=True)
     partial = folder / f"{digest}.parquet.partial"
@@ -87,7 +91,61 @@ def generate(workspace: Workspace, rows: int, seed: int | None = None, spec: dic
             report(start + size, rows, f"generated {start + size} of {rows} rows")
     partial.replace(path)
     (folder / f"{digest}.json").write_text(json.dumps({"rows": rows, "seed": seed, "spec": spec, "columns": [i.model_dump() for i in infos]}, indent=2))
-    return GenerateDataResult(path=str(path), rows=rows, seed=seed, spec=spec, columns=infos, reused=False, size_bytes=path.stat().st_size, duration_s=round(time.monotonic() - started, 3))
+    return GenerateDataResult(path=str(path), rows=rows, seed=seed, spec=spec, spec_used=_shown(used), spec_from=reasons, columns=infos, reused=False, size_bytes=path.stat().st_size, duration_s=round(time.monotonic() - started, 3))
+
+
+def effective_spec(workspace: Workspace, spec: dict[str, dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Per argument: the spec given; else the job's literals; else settings that avoid where the original raises.
+
+    What the original raises on comes from the latest byte_compare (RAISE_REGIONS, written by the
+    server): nulls in an argument whose null always raised get a null rate of 0, a sign that
+    always raised is cut off by min or max, so the benchmark's original mode can run at all.
+    """
+    learned = _learned(workspace)
+    used: dict[str, dict[str, Any]] = {}
+    reasons: list[str] = []
+    for arg in workspace.config.udf.args:
+        if arg.name in spec:
+            used[arg.name] = spec[arg.name]
+        elif arg.values:
+            used[arg.name] = {"values": list(arg.values), "null_rate": 0.0, "from_job": True}
+            reasons.append(f"{arg.name}: only {', '.join(repr(v) for v in arg.values)}, as {arg.values_from}")
+        else:
+            settings, why = avoiding(parse_type(arg.type), learned.get(arg.name, {}))
+            if settings:
+                used[arg.name] = settings
+                reasons.append(f"{arg.name}: {', '.join(f'{k}={v}' for k, v in settings.items())}, because {'; '.join(why)} (byte_compare)")
+    return used, reasons
+
+
+def _learned(workspace: Workspace) -> dict[str, dict[str, str]]:
+    try:
+        data = json.loads((workspace.state_dir / RAISE_REGIONS).read_text(encoding="utf-8"))
+        return {str(item["arg"]): {str(f["feature"]): str(f["text"]) for f in item["features"]} for item in data["learned"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def avoiding(data_type: T.DataType, features: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    settings: dict[str, Any] = {}
+    why: list[str] = []
+    if "null" in features:
+        settings["null_rate"] = 0.0
+        why.append(features["null"])
+    numeric = isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType))
+    if numeric:
+        step = 1 if type(data_type) in INTEGER_BOUNDS else 10.0 ** -data_type.scale if isinstance(data_type, T.DecimalType) else 1e-6
+        if "negative" in features and "positive" not in features:
+            settings["min"] = step if "zero" in features else 0
+            why += [features["negative"]] + ([features["zero"]] if "zero" in features else [])
+        elif "positive" in features and "negative" not in features:
+            settings["max"] = -step if "zero" in features else 0
+            why += [features["positive"]] + ([features["zero"]] if "zero" in features else [])
+    return settings, why
+
+
+def _shown(used: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {name: {k: v for k, v in settings.items() if k != "from_job"} for name, settings in used.items()}
 
 
 def _original_digest(workspace: Workspace) -> str:
@@ -139,7 +197,9 @@ class _Column:
         self.low, self.high = self._range()
 
     def info(self) -> ColumnInfo:
-        if self.values is not None:
+        if self.values is not None and self.settings.get("from_job"):
+            how = f"only the job's literal{'s' if len(self.values) > 1 else ''} {', '.join(repr(v) for v in self.values)} (every call passes one)"
+        elif self.values is not None:
             how = f"uniform over {len(self.values)} given values"
         elif isinstance(self.type, T.StringType | T.BinaryType):
             how = f"Zipf-skewed over {len(self.vocabulary)} words from the original's literals, with case and padding variants"

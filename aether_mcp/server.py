@@ -107,7 +107,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
             "Constraints: `source` must be a Python file inside the server root; it is parsed, never run. "
             "`udf` names one UDF in it (@udf/@pandas_udf function, `name = udf(fn, type)`, or a "
             "spark.udf.register name; `name:LINE` picks one of several). Argument Spark types come from type "
-            "hints or `arg_types` ({\"amount\": \"double\"}); without either the call is refused. `workspace` "
+            "hints or `arg_types` ({\"amount\": \"double\"}); without either the call is refused. An argument the "
+            "job passes as a literal at every call (`F.lit(7)`) is recorded with those values, and generated rows use "
+            "just them; `whole_domain` names arguments to draw over their whole type instead. `workspace` "
             "(default aether_workspaces/<udf>) must be new or empty.\n"
             "Extracts the UDF with exactly the imports, constants and helpers it uses into original/udf.py "
             "(protected), freezes aether.toml (UDF contract, Spark confs from the job), adds tests/ and "
@@ -126,9 +128,11 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         backend: Annotated[
             Literal["auto", "cpu", "gpu"], Field(description="where vectorized/kernel candidates run unless a call says otherwise, frozen as [backend] use; auto: the GPU where one can run them")
         ] = "auto",
+        whole_domain: Annotated[list[str] | None, Field(description="arguments the job passes only as literals to draw over their whole type anyway, frozen in aether.toml")] = None,
     ) -> workspaces.InitWorkspaceResult:
         return workspaces.init_workspace(
-            sandbox, source, udf, arg_types=arg_types, workspace=workspace, return_type=return_type, benchmark_master=benchmark_master, backend=backend
+            sandbox, source, udf, arg_types=arg_types, workspace=workspace, return_type=return_type, benchmark_master=benchmark_master, backend=backend,
+            whole_domain=whole_domain,
         )
 
     @server.tool(

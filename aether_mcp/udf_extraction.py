@@ -17,6 +17,7 @@ import symtable
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pyspark.sql import types as T
@@ -74,6 +75,15 @@ class ExtractedUdf:
     module_source: str
     arguments: list[UdfArgument]
     spark_conf: dict[str, str] = field(default_factory=dict)
+    literal_arguments: dict[int, LiteralDomain] = field(default_factory=dict)
+
+
+@dataclass
+class LiteralDomain:
+    """An argument every call of the UDF in the job passes as a literal (`F.lit(7)`): its values and the calls' lines."""
+
+    values: list[Any]
+    lines: list[int]
 
 
 def read_source(path: Path, shown_as: str) -> tuple[str, ast.Module]:
@@ -217,11 +227,13 @@ def extract_udf(text: str, tree: ast.Module, definition: UdfDefinition, shown_as
         parts.append(function_code)
     module_source = _join_blocks(parts)
     ast.parse(module_source)  # an extraction that does not parse is our bug: fail loudly
+    arguments = _arguments(definition, shown_as)
     return ExtractedUdf(
         definition=definition,
         module_source=module_source,
-        arguments=_arguments(definition, shown_as),
+        arguments=arguments,
         spark_conf=find_spark_conf(tree),
+        literal_arguments=literal_arguments(tree, definition, len(arguments)),
     )
 
 
@@ -727,3 +739,42 @@ def _arguments(definition: UdfDefinition, shown_as: str) -> list[UdfArgument]:
         raise ToolError(f"UDF {definition.name!r} in {shown_as} takes no arguments; aether-mcp converts UDFs of one or more columns.")
     use_hints = definition.kind == "row"
     return [UdfArgument(name=a.arg, hint_type=hint_to_type(a.annotation) if use_hints else None) for a in params]
+
+
+_NOT_LITERAL = object()
+
+
+def literal_arguments(tree: ast.Module, definition: UdfDefinition, count: int) -> dict[int, LiteralDomain]:
+    """Positions at which every call of the UDF in the module passes `lit(<constant>)`, with the constants.
+
+    Only calls by one of the UDF's names count; a call with keywords or *args makes every
+    position unknown, and so does a UDF with no call in the module (it may be called elsewhere).
+    """
+    names = set(definition.aliases) | {definition.name}
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names]
+    if not calls or any(call.keywords or any(isinstance(a, ast.Starred) for a in call.args) for call in calls):
+        return {}
+    domains: dict[int, LiteralDomain] = {}
+    for position in range(count):
+        values: list[Any] = []
+        for call in calls:
+            value = _lit_constant(call.args[position]) if position < len(call.args) else _NOT_LITERAL
+            if value is _NOT_LITERAL:
+                break
+            if value not in values:
+                values.append(value)
+        else:
+            domains[position] = LiteralDomain(values, sorted({call.lineno for call in calls}))
+    return domains
+
+
+def _lit_constant(node: ast.expr) -> Any:
+    """The constant in `lit(c)` / `F.lit(c)` (a number, string or boolean; not None), else _NOT_LITERAL."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and _last_name(node.func) == "lit"):
+        return _NOT_LITERAL
+    inner = node.args[0]
+    if isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.USub) and isinstance(inner.operand, ast.Constant) and type(inner.operand.value) in (int, float):
+        return -inner.operand.value
+    if isinstance(inner, ast.Constant) and type(inner.value) in (int, float, str, bool):
+        return inner.value
+    return _NOT_LITERAL

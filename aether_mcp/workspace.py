@@ -52,6 +52,8 @@ class UdfArgConfig(BaseModel):
     name: str
     type: str
     type_from: Literal["hint", "arg_types"] = "arg_types"
+    values: list[bool | int | float | str] | None = Field(None, description="the only values the job passes (a literal at every call); generated rows use just these")
+    values_from: str | None = Field(None, description="where values came from, or that the argument was widened to its whole type at init")
 
 
 class UdfConfig(BaseModel):

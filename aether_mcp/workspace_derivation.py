@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
+from pyspark.sql import types as T
 
 from aether_mcp import udf_extraction
 from aether_mcp.path_guard import SandboxRoot
@@ -29,6 +30,7 @@ from aether_mcp.workspace import (
 )
 
 DEFAULT_SPARK_CONF = {"spark.sql.session.timeZone": "UTC"}
+WIDENED = "widened by init_workspace(whole_domain=...): drawn over its whole type, although the job passes only literals"
 
 
 @dataclass
@@ -54,8 +56,12 @@ def derive(
     return_type: str | None = None,
     benchmark_master: str | None = None,
     backend: str = "auto",
+    whole_domain: list[str] | None = None,
 ) -> Derived:
-    """The config and reference module init_workspace writes for `udf` in `source` (ToolError when it cannot)."""
+    """The config and reference module init_workspace writes for `udf` in `source` (ToolError when it cannot).
+
+    `whole_domain`: arguments the job passes only as literals that are still drawn over their whole type.
+    """
     source_path = root.resolve(source, what="source")
     shown = root.relative(source_path)
     text, tree = udf_extraction.read_source(source_path, shown)
@@ -65,6 +71,7 @@ def derive(
         definition.return_type_error = None
     extracted = udf_extraction.extract_udf(text, tree, definition, shown)
     arguments = argument_types(extracted, arg_types or {})
+    literal_domains(arguments, extracted.literal_arguments, whole_domain or [])
     config = WorkspaceConfig(
         udf=UdfConfig(
             name=definition.name,
@@ -93,11 +100,12 @@ def rederive(root: SandboxRoot, workspace: Path, config: WorkspaceConfig) -> Red
     """
     udf = config.udf
     given = {a.name: a.type for a in udf.args if a.type_from == "arg_types"}
+    widened = [a.name for a in udf.args if a.values_from == WIDENED]
     derived: Derived | None = None
     problems: list[str] = []
     for return_type in (None, udf.return_type):
         try:
-            attempt = derive(root, udf.source, udf.name, given, return_type, config.benchmark.master, config.backend.use)
+            attempt = derive(root, udf.source, udf.name, given, return_type, config.benchmark.master, config.backend.use, widened)
         except ToolError as exc:
             problems = [f"the job source no longer gives this UDF: {exc}"]
             continue
@@ -148,6 +156,44 @@ def argument_types(extracted: udf_extraction.ExtractedUdf, arg_types: dict[str, 
             "(Spark DDL names: int, bigint, double, string, decimal(10,2), date, array<string>, ...)."
         )
     return result
+
+
+def literal_domains(arguments: list[UdfArgConfig], found: dict[int, udf_extraction.LiteralDomain], whole_domain: list[str]) -> None:
+    """Record, on each argument the job passes only as literals, those values (unless it is to be drawn over its whole type)."""
+    names = [a.name for a in arguments]
+    unknown = sorted(set(whole_domain) - set(names))
+    if unknown:
+        raise ToolError(f"whole_domain names {', '.join(unknown)}, which the UDF does not take; its arguments are: {', '.join(names)}.")
+    for position, argument in enumerate(arguments):
+        domain = found.get(position)
+        if domain is None:
+            if argument.name in whole_domain:
+                raise ToolError(f"whole_domain names {argument.name!r}, but the job does not pass it as a literal at every call: it is drawn over its whole type already.")
+            continue
+        if argument.name in whole_domain:
+            argument.values_from = WIDENED
+            continue
+        values = _typed_values(domain.values, argument.type)
+        if values is not None:
+            lines = ", ".join(str(line) for line in domain.lines)
+            argument.values = values
+            argument.values_from = f"every call of the UDF in the job passes a literal here (line{'s' if len(domain.lines) > 1 else ''} {lines})"
+
+
+def _typed_values(values: list, type_text: str) -> list | None:
+    """The literals as values of the argument's type, or None where they are not exactly of it."""
+    data_type = parse_type(type_text)
+    if isinstance(data_type, T.BooleanType):
+        wanted: tuple[type, ...] = (bool,)
+    elif isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        wanted = (int,)
+    elif isinstance(data_type, (T.DoubleType, T.FloatType)):
+        return [float(v) for v in values] if all(type(v) in (int, float) for v in values) else None
+    elif isinstance(data_type, T.StringType):
+        wanted = (str,)
+    else:
+        return None
+    return list(values) if all(type(v) in wanted for v in values) else None
 
 
 def parse_type_argument(text: str, what: str):

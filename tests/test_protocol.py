@@ -101,8 +101,8 @@ async def test_init_workspace_and_status(client, root):
     created = await ok(client, "init_workspace", source="jobs/shipping.py", udf="shipping_fee")
     assert created["workspace"] == str(root.path / "aether_workspaces" / "shipping_fee")
     assert created["udf"]["args"] == [
-        {"name": "weight", "type": "double", "type_from": "hint"},
-        {"name": "express", "type": "boolean", "type_from": "hint"},
+        {"name": "weight", "type": "double", "type_from": "hint", "values": None, "values_from": None},
+        {"name": "express", "type": "boolean", "type_from": "hint", "values": None, "values_from": None},
     ]
     status = await ok(client, "workspace_status", workspace=created["workspace"])
     assert status["integrity"]["intact"] and status["snapshots"] == 1

@@ -3,15 +3,29 @@
 import textwrap
 
 import pytest
+from mcp.server.mcpserver.exceptions import ToolError
 
+from aether_mcp import bench_data, workspace_derivation
 from aether_mcp.judge.compare import RAISE_KIND
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import deviation_records, files, workspaces
+from aether_mcp.tools.benchmarking import run_benchmark
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.cheat_audit import audit_candidate
 from conftest import SQL_CANDIDATE, VECTORIZED_CANDIDATE
 
 pytestmark = pytest.mark.slow
+
+
+def sql(signature: str, body: str) -> str:
+    return f"from pyspark.sql import functions as F\n\nTARGET = 'sql'\n\n\ndef build({signature}):\n    return {body}\n"
+
+
+def job_root(tmp_path, name: str, text: str) -> SandboxRoot:
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / name).write_text(text)
+    return SandboxRoot(tmp_path)
+
 
 # The shipping candidate that hides the crash: null where the original raises on a non-positive weight.
 NULL_FOR_RAISE = VECTORIZED_CANDIDATE.replace(
@@ -57,9 +71,7 @@ RAISING_JOB = textwrap.dedent(
 
 @pytest.fixture
 def raising_root(tmp_path) -> SandboxRoot:
-    (tmp_path / "jobs").mkdir()
-    (tmp_path / "jobs" / "raising.py").write_text(RAISING_JOB)
-    return SandboxRoot(tmp_path)
+    return job_root(tmp_path, "raising.py", RAISING_JOB)
 
 
 def test_returning_where_the_original_raises_is_a_mismatch_until_a_deviation_admits_it(root, workspace, workers):
@@ -119,7 +131,7 @@ def test_too_few_returning_rows_are_topped_up_where_the_original_returns(root, w
 
 def test_an_original_that_raises_everywhere_gives_no_verdict_and_no_pass(raising_root, workers):
     ws = workspaces.init_workspace(raising_root, "jobs/raising.py", "per_nothing").workspace
-    files.write_file(raising_root, ws, "candidate/nulls.py", "from pyspark.sql import functions as F\n\nTARGET = 'sql'\n\n\ndef build(x):\n    return F.raise_error(F.lit('no')).cast('double')\n")
+    files.write_file(raising_root, ws, "candidate/nulls.py", sql("x", "F.raise_error(F.lit('no')).cast('double')"))
     result = byte_compare(raising_root, workers, ws, "nulls", hidden_rows=500)
     assert result.equal is None and result.rows_compared == 0
     assert result.evidence.note.startswith(f"no evidence: the original raised on {result.evidence.hidden_rows_generated} of {result.evidence.hidden_rows_generated} hidden rows")
@@ -144,3 +156,81 @@ def test_a_pandas_original_with_a_raising_row_in_every_batch_keeps_every_other_r
     examples = result.original_raised.examples
     assert examples and all(float(e.args[0]) < 0 and e.original_raised.startswith("ValueError") for e in examples), examples
     assert result.evidence.hidden_rows_compared >= 1000
+
+
+LITERAL_JOB = textwrap.dedent(
+    '''
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import udf
+
+
+    @udf("string")
+    def cell_label(lat: float, lng: float, res: int) -> str:
+        if lat is None or lng is None:
+            return None
+        if res not in (5, 7, 9):
+            raise ValueError("unsupported resolution")
+        return f"{round(lat, res)}:{round(lng, res)}"
+
+
+    def main(spark: SparkSession, path: str):
+        points = spark.read.parquet(path)
+        points.withColumn("cell", cell_label(F.col("lat"), F.col("lng"), F.lit(7))).write.parquet(path + "_cells")
+    '''
+)
+
+LABEL_SQL = sql("lat, lng, res", "F.lit(None).cast('string')")
+
+
+def test_an_argument_the_job_passes_as_a_literal_is_generated_at_that_literal(tmp_path, workers):
+    root = job_root(tmp_path, "cells.py", LITERAL_JOB)
+    created = workspaces.init_workspace(root, "jobs/cells.py", "cell_label")
+    res = created.udf.args[2]
+    call_line = next(number for number, line in enumerate(LITERAL_JOB.splitlines(), 1) if "F.lit(7)" in line)
+    assert res.values == [7] and res.values_from.endswith(f"(line {call_line})"), res
+    opened = workspaces.Workspace.open_intact(root, created.workspace)
+    assert workspace_derivation.rederive(root, opened.path, opened.config).matches
+    files.write_file(root, created.workspace, "candidate/label.py", LABEL_SQL)
+    result = byte_compare(root, workers, created.workspace, "label", hidden_rows=1000)
+    # at res 7 the original never raises, so every hidden row is evidence
+    assert result.original_raised.count == 0 and result.evidence.hidden_rows_compared == 1000
+    assert result.policy.argument_domains == [f"res: only 7 ({res.values_from})"]
+    data = bench_data.generate(opened, 500, spec={"lat": {"min": -1, "max": 1}})
+    assert {c.name: c.generated_from for c in data.columns}["res"].startswith("only the job's literal 7")
+
+    widened = workspaces.init_workspace(root, "jobs/cells.py", "cell_label", workspace="aether_workspaces/widened", whole_domain=["res"])
+    assert widened.udf.args[2].values is None and widened.udf.args[2].values_from.startswith("widened")
+    opened_wide = workspaces.Workspace.open_intact(root, widened.workspace)
+    assert workspace_derivation.rederive(root, opened_wide.path, opened_wide.config).matches
+    files.write_file(root, widened.workspace, "candidate/label.py", LABEL_SQL)
+    wide = byte_compare(root, workers, widened.workspace, "label", hidden_rows=1000)
+    assert wide.original_raised.count > 500 and wide.policy.argument_domains == []
+
+
+TAX_JOB = textwrap.dedent(
+    '''
+    from pyspark.sql.functions import udf
+
+
+    @udf("double")
+    def with_tax(amount: float) -> float:
+        return amount * 1.2  # raises TypeError on a null amount
+    '''
+)
+
+TAX_SQL = sql("amount", "F.when(amount.isNull(), F.raise_error(F.lit('null amount'))).otherwise(amount * 1.2)")
+
+
+def test_benchmark_data_avoids_what_the_original_raises_on_and_says_so(tmp_path, workers):
+    root = job_root(tmp_path, "tax.py", TAX_JOB)
+    ws = workspaces.init_workspace(root, "jobs/tax.py", "with_tax").workspace
+    files.write_file(root, ws, "tests/cases.py", "CASES = [{'args': [10.0], 'expected': 12.0, 'why': 'taxed'}, {'args': [None], 'raises': 'TypeError', 'why': 'null'}]\n")
+    files.write_file(root, ws, "candidate/tax.py", TAX_SQL)
+    # default data (5% nulls) would fail the original's mode: the gate's comparison learned why
+    result = run_benchmark(root, workers, ws, "tax", rows=20_000, repeats=1, warmup=0, modes=["original", "candidate"])
+    assert result.speedup is not None and result.data_spec["amount"]["null_rate"] == 0.0
+    assert result.data_spec_from[0].startswith("amount: null_rate=0.0, because amount null: the original raised on"), result.data_spec_from
+    # a spec that brings the nulls back is refused before anything is timed, with the spec to use
+    with pytest.raises(ToolError, match=r'the original raises on \d+ of 2000 sampled rows .* run it again with spec=\{"amount": \{"null_rate": 0.0\}\}'):
+        run_benchmark(root, workers, ws, "tax", rows=20_000, repeats=1, warmup=0, modes=["original", "candidate"], spec={"amount": {"null_rate": 0.5}})

@@ -93,11 +93,17 @@ def decimal_edges(data_type: T.DecimalType) -> list[Decimal]:
 def edge_rows(config: WorkspaceConfig, base_rows: list[list[Any]]) -> list[list[Any]]:
     """Each argument swept through its edge values with the others held at a base row."""
     types = [parse_type(arg.type) for arg in config.udf.args]
+    # An argument the job passes only as literals is swept through those values alone.
+    literals = {position: arg.values for position, arg in enumerate(config.udf.args) if arg.values}
     bases = [list(row) for row in base_rows[:2] if len(row) == len(types)] or [[_typical(t) for t in types]]
-    rows: list[list[Any]] = [[None] * len(types)]
+    for base in bases:
+        for position, values in literals.items():
+            if base[position] not in values:
+                base[position] = values[0]
+    rows: list[list[Any]] = [[literals[p][0] if p in literals else None for p in range(len(types))]]
     for base in bases:
         for position, data_type in enumerate(types):
-            for value in edge_values(data_type):
+            for value in literals.get(position) or edge_values(data_type):
                 row = list(base)
                 row[position] = value
                 rows.append(row)

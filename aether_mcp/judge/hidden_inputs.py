@@ -34,7 +34,7 @@ CASE_CHANGES: list[Callable[[str], str]] = [str.upper, str.lower, str.title, str
 def hidden_rows(config: WorkspaceConfig, mined: MinedValues, count: int, seed: int) -> list[list[Any]]:
     """`count` rows for the UDF's arguments, reproducible only from `seed`."""
     rng = random.Random(seed)
-    generators = [_ValueSource(parse_type(arg.type), mined, rng) for arg in config.udf.args]
+    generators = [_Literals(arg.values, rng) if arg.values else _ValueSource(parse_type(arg.type), mined, rng) for arg in config.udf.args]
     rows: list[list[Any]] = []
     chunk = 0
     while len(rows) < count:
@@ -72,6 +72,16 @@ def literal_compositions(mined: MinedValues, limit: int = 1500) -> list[str]:
                     if len(found) >= limit:
                         return list(found)
     return list(found)
+
+
+class _Literals:
+    """An argument the job passes only as literals: just those values, never null."""
+
+    def __init__(self, values: list[Any], rng: random.Random) -> None:
+        self.values, self.rng = values, rng
+
+    def draw(self, profile: str) -> Any:
+        return self.rng.choice(self.values)
 
 
 class _ValueSource:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 import numpy as np
+import pyarrow.parquet as pq
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
@@ -28,7 +29,10 @@ from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
 from aether_mcp.processes import confined_child
-from aether_mcp.processes.worker_pool import WorkerPool
+from aether_mcp.judge.raise_regions import RaiseRegions
+from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
+from aether_mcp.spark_types import parse_type
+from aether_mcp.wire.value_codec import Raised
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import byte_compare
@@ -80,6 +84,8 @@ class RunBenchmarkResult(BaseModel):
     confined: bool = Field(False, description="the benchmark application ran confined (it read only the data and the Python environment, wrote only its scratch)")
     confinement: str = Field("", description="how, or why not")
     data: str
+    data_spec: dict[str, dict[str, Any]] = Field(default_factory=dict, description="the settings the benchmark data was drawn with (generate_data's spec_used)")
+    data_spec_from: list[str] = Field(default_factory=list, description="why each setting not given in spec was chosen")
     environment: dict[str, Any]
     artifacts: dict[str, str] = Field(description="json: the full result with every run's seconds; chart: a PNG of the modes")
     duration_s: float
@@ -112,6 +118,7 @@ def run_benchmark(
     report = progress or (lambda done, total, message: None)
     gate_text = _gate(root, workers, workspace, name, cancel, report, resolved)
     data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, None, message))
+    _precheck(opened, workers, data, cancel, report)
     folder, raw = _run_application(opened, f"candidate:{name}", data.path, {"modes": chosen, "repeats": repeats, "warmup": warmup}, master, timeout_s, cancel, report, resolved)
     wrong = _output_mismatch(raw)
     if wrong:
@@ -153,6 +160,8 @@ def run_benchmark(
         confined=bool(raw.get("confined")),
         confinement=str(raw.get("confinement", "")),
         data=data.path,
+        data_spec=data.spec_used,
+        data_spec_from=data.spec_from,
         environment={
             **raw["environment"],
             "backend": resolved.name,
@@ -167,6 +176,41 @@ def run_benchmark(
     digest = hashlib.sha256(candidate_path(opened, f"candidate:{name}").read_bytes()).hexdigest()
     (folder / "benchmark.json").write_text(json.dumps({**result.model_dump(), "candidate_digest": digest, "raw_seconds": raw["runs"], "order": raw["order"]}, indent=2), encoding="utf-8")
     return result
+
+
+PRECHECK_ROWS = 2_000
+
+
+def _precheck(opened: Workspace, workers: WorkerPool, data: GenerateDataResult, cancel: threading.Event | None, report: Progress) -> None:
+    """Refuses, in seconds, benchmark data the original raises on: its mode would fail the job after minutes."""
+    report(0, None, f"checking the original on {PRECHECK_ROWS} rows of the benchmark data")
+    names = [a.name for a in opened.config.udf.args]
+    parquet = pq.ParquetFile(data.path)
+    table = parquet.read_row_group(0, columns=names).slice(0, PRECHECK_ROWS)
+    rows = [[record[name] for name in names] for record in table.to_pylist()]
+    try:
+        outputs = workers.evaluate("reference", opened, "original", rows, cancel=cancel).outputs
+    except EvaluationFailed as exc:
+        raise ToolError(f"the original could not be evaluated on the benchmark data ({exc}); run_tests(workspace, 'original') shows the same problem in context.") from None
+    raised = [i for i, output in enumerate(outputs) if isinstance(output, Raised)]
+    if not raised:
+        return
+    regions = RaiseRegions(rows, outputs)
+    suggested = {name: dict(settings) for name, settings in data.spec_used.items()}
+    for learned in regions.learned:
+        settings, _ = bench_data.avoiding(parse_type(opened.config.udf.args[learned.position].type), {learned.feature: ""})
+        suggested.setdefault(names[learned.position], {}).update(settings)
+    example = raised[0]
+    advice = (
+        f"run it again with spec={json.dumps(suggested, sort_keys=True)} ({'; '.join(regions.describe(names))})"
+        if regions.learned
+        else "pass a spec whose null_rate, min/max or values keep to inputs the original returns on (byte_compare's original_raised shows them)"
+    )
+    raise ToolError(
+        f"the original raises on {len(raised)} of {len(rows)} sampled rows of the benchmark data (e.g. args {[repr(v) for v in rows[example]]}: "
+        f"{outputs[example]}), so its mode would fail the job and nothing could be compared; {advice}. The data was drawn with "
+        f"spec {json.dumps(data.spec_used, sort_keys=True)}."
+    )
 
 
 def _benchmarkable(

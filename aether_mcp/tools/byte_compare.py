@@ -36,6 +36,7 @@ from aether_mcp.candidates import BadCandidate, candidate_path, check_target, de
 from aether_mcp.deviations import AppliedDeviations
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.backend import Resolved
+from aether_mcp.bench_data import RAISE_REGIONS
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.test_freeze import require_frozen_tests_intact
@@ -120,6 +121,7 @@ class ComparisonPolicy(BaseModel):
     floats: str = Field(description="'exact' (bit for bit) unless a ULP tolerance is declared")
     ulp_tolerance: int
     declared_deviations: list[str]
+    argument_domains: list[str] = Field(default_factory=list, description="arguments drawn from the job's literals only (aether.toml values)")
     null_only_equals_null: bool = True
     nan_only_equals_nan: bool = True
     signed_zero_distinct: bool = True
@@ -208,6 +210,7 @@ def byte_compare(
         try:
             expected = workers.evaluate("reference", opened, "original", rows, typed=True, cancel=cancel).outputs
             extra = _Evidence(opened, comparison, hidden_rows, mined, inputs, rows, expected, cancel, report).top_up()
+            extra.record_regions()
         except EvaluationFailed as exc:
             candidate_future.result()
             raise ToolError(f"the original could not be evaluated ({exc}); run_tests(workspace, 'original') shows the same problem in context.") from None
@@ -386,7 +389,8 @@ class Comparison:
     def policy(self) -> ComparisonPolicy:
         declared = [f"floats within {self.ulp_tolerance} ULP count as equal (aether.toml [compare])"] if self.ulp_tolerance else []
         declared += [d.describe() for d in self.deviations]
-        return ComparisonPolicy(floats=self.workspace.config.compare.floats, ulp_tolerance=self.ulp_tolerance, declared_deviations=declared)
+        domains = [f"{a.name}: only {', '.join(repr(v) for v in a.values)} ({a.values_from})" for a in self.workspace.config.udf.args if a.values]
+        return ComparisonPolicy(floats=self.workspace.config.compare.floats, ulp_tolerance=self.ulp_tolerance, declared_deviations=declared, argument_domains=domains)
 
     def difference(self, row: list[Any], expected: Any, actual: Any):
         """The difference under the policy and the row's deviations; (None, True) when the row is out of scope.
@@ -498,6 +502,23 @@ class _Evidence:
             self.expected += outputs
             self.indices += list(range(first, len(self.rows)))
         return self
+
+    def record_regions(self) -> None:
+        """Write what the original raised on over every hidden row, for benchmark data to avoid (bench_data.RAISE_REGIONS)."""
+        hidden = self._hidden()
+        if not hidden:
+            return
+        regions = RaiseRegions([self.rows[i] for i in hidden], [self.expected[i] for i in hidden])
+        names = [a.name for a in self.workspace.config.udf.args]
+        learned: dict[str, list[dict[str, str]]] = {}
+        for found in regions.learned:
+            learned.setdefault(names[found.position], []).append({"feature": found.feature, "text": found.describe(names)})
+        raised = sum(1 for i in hidden if isinstance(self.expected[i], Raised))
+        record = {"hidden_rows": len(hidden), "raised": raised, "learned": [{"arg": name, "features": features} for name, features in learned.items()]}
+        path = self.workspace.state_dir / RAISE_REGIONS
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self.workspace.lock():
+            path.write_text(json.dumps(record, indent=2), encoding="utf-8")
 
     def evidence(self, compared: int) -> Evidence:
         hidden = self._hidden()

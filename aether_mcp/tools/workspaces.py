@@ -35,6 +35,8 @@ class UdfArgument(BaseModel):
     name: str
     type: str = Field(description="Spark SQL type of the argument column")
     type_from: Literal["hint", "arg_types"] = Field(description="where the type came from")
+    values: list[bool | int | float | str] | None = Field(None, description="the only values the job passes (a literal at every call): hidden, edge and benchmark rows use just these")
+    values_from: str | None = Field(None, description="where values came from; init_workspace(whole_domain=[name]) draws the argument over its whole type instead")
 
 
 class UdfInfo(BaseModel):
@@ -72,6 +74,7 @@ def init_workspace(
     return_type: str | None = None,
     benchmark_master: str | None = None,
     backend: str = "auto",
+    whole_domain: list[str] | None = None,
 ) -> InitWorkspaceResult:
     """Extract UDF `udf` from `source` into a new workspace, freeze its config and take snapshot 0."""
     if backend not in BACKENDS:
@@ -81,7 +84,7 @@ def init_workspace(
             check_master(benchmark_master, "benchmark_master")
         except ValueError as exc:
             raise ToolError(f"{exc}; nothing was created.") from exc
-    derived = workspace_derivation.derive(root, source, udf, arg_types, return_type, benchmark_master, backend)
+    derived = workspace_derivation.derive(root, source, udf, arg_types, return_type, benchmark_master, backend, whole_domain)
     config = derived.config
 
     target = root.resolve(workspace or f"{DEFAULT_WORKSPACES_DIR}/{config.udf.name}", what="workspace")
@@ -440,7 +443,7 @@ def _udf_info(config: WorkspaceConfig) -> UdfInfo:
         function=udf.function,
         kind=udf.kind,
         form=udf.form,
-        args=[UdfArgument(name=a.name, type=a.type, type_from=a.type_from) for a in udf.args],
+        args=[UdfArgument(name=a.name, type=a.type, type_from=a.type_from, values=a.values, values_from=a.values_from) for a in udf.args],
         return_type=udf.return_type,
         source=udf.source,
         source_line=udf.source_line,
