@@ -22,7 +22,7 @@ def sql(signature: str, body: str) -> str:
 
 
 def job_root(tmp_path, name: str, text: str) -> SandboxRoot:
-    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs").mkdir(parents=True)
     (tmp_path / "jobs" / name).write_text(text)
     return SandboxRoot(tmp_path)
 
@@ -234,3 +234,15 @@ def test_benchmark_data_avoids_what_the_original_raises_on_and_says_so(tmp_path,
     # a spec that brings the nulls back is refused before anything is timed, with the spec to use
     with pytest.raises(ToolError, match=r'the original raises on \d+ of 2000 sampled rows .* run it again with spec=\{"amount": \{"null_rate": 0.0\}\}'):
         run_benchmark(root, workers, ws, "tax", rows=20_000, repeats=1, warmup=0, modes=["original", "candidate"], spec={"amount": {"null_rate": 0.5}})
+
+
+def test_bad_widening_and_mixed_deviations_are_refused_saying_what_to_do(tmp_path, root, workspace):
+    cells = job_root(tmp_path / "cells", "cells.py", LITERAL_JOB)
+    with pytest.raises(ToolError, match=r"whole_domain names nope, which the UDF does not take; its arguments are: lat, lng, res"):
+        workspaces.init_workspace(cells, "jobs/cells.py", "cell_label", whole_domain=["nope"])
+    with pytest.raises(ToolError, match=r"whole_domain names 'lat', but the job does not pass it as a literal at every call"):
+        workspaces.init_workspace(cells, "jobs/cells.py", "cell_label", whole_domain=["lat"])
+    assert not (cells.path / "aether_workspaces").exists()
+    files.write_file(root, workspace, "candidate/fee_sql.py", SQL_CANDIDATE)
+    with pytest.raises(ToolError, match="returns_where_original_raises and ulp_tolerance are separate deviations"):
+        deviation_records.record_deviation(root, workspace, "fee_sql", "null where it raises, and close floats", "both at once is two claims", ulp_tolerance=2, returns_where_original_raises=True)
