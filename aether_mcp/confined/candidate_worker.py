@@ -50,12 +50,9 @@ class CandidateWorker(SparkWorker):
         context = self._candidate_context(message)
         if isinstance(context, dict):
             return context
-        rows = value_codec.decode(message.get("rows", []))
-        if not isinstance(rows, list):
-            return {"ok": False, "error_kind": "rows", "message": "rows must be a list of argument rows"}
-        problem = self.ready()
-        if problem:
-            return problem
+        rows = self.request_rows(message)
+        if isinstance(rows, dict):
+            return rows
         events: list[dict[str, Any]] = []
         with self.session_lock:
             watch.drain()

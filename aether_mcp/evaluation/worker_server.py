@@ -26,6 +26,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from aether_mcp.wire import value_codec
 from aether_mcp.wire.worker_protocol import receive_message, send_message
 
 TOKEN_ENV = "AETHER_WORKER_TOKEN"
@@ -113,6 +114,13 @@ class SparkWorker:
         if self.spark is None:
             return {"ok": False, "error_kind": "spark", "message": self.spark_error or "Spark is not available"}
         return None
+
+    def request_rows(self, message: dict[str, Any]) -> list[Any] | dict[str, Any]:
+        """The request's argument rows once Spark is up, or the error reply to send."""
+        rows = value_codec.decode(message.get("rows", []))
+        if not isinstance(rows, list):
+            return {"ok": False, "error_kind": "rows", "message": "rows must be a list of argument rows"}
+        return self.ready() or rows
 
 
 def refused(message: str) -> dict[str, Any]:

@@ -33,12 +33,9 @@ class ReferenceWorker(SparkWorker):
             return context
         if context.target != "original":
             return refused("the reference worker evaluates only the original UDF")
-        rows = value_codec.decode(message.get("rows", []))
-        if not isinstance(rows, list):
-            return {"ok": False, "error_kind": "rows", "message": "rows must be a list of argument rows"}
-        problem = self.ready()
-        if problem:
-            return problem
+        rows = self.request_rows(message)
+        if isinstance(rows, dict):
+            return rows
         with self.session_lock:
             try:
                 loaded = self._loaded(context)
@@ -77,12 +74,9 @@ class ReferenceWorker(SparkWorker):
         context = self.context(message)
         if isinstance(context, dict):
             return context
-        rows = value_codec.decode(message.get("rows", []))
-        if not isinstance(rows, list):
-            return {"ok": False, "error_kind": "rows", "message": "rows must be a list of argument rows"}
-        problem = self.ready()
-        if problem:
-            return problem
+        rows = self.request_rows(message)
+        if isinstance(rows, dict):
+            return rows
         with self.session_lock:
             try:
                 captured = capture_inputs(self.spark, context.config, rows)

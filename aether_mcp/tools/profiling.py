@@ -112,7 +112,7 @@ def _on_gpu(resolved: Resolved) -> bool:
 
 def _cpu(opened: Workspace, name: str, folder: Path, data: str, rows: int, timeout_s: float, cancel: threading.Event | None, report: Progress, resolved: Resolved) -> ProfileResult:
     report(0, None, f"profiling evaluate() on {rows} rows with Python's profiler")
-    raw = _micro(opened, name, folder, data, {"profile": "cpu"}, timeout_s, cancel, resolved)
+    raw = _micro(opened, name, folder, data, {"profile": "cpu"}, timeout_s, cancel, resolved, keep=("profile.pstats", "profile.txt"))
     reason = resolved.note if not _on_gpu(resolved) else "nsys (Nsight Systems) is not on the PATH"
     hotspots = cpu_hotspots(raw["functions"], rows, raw["candidate_file"])
     return ProfileResult(
@@ -175,21 +175,10 @@ def cpu_hints(hotspots: list[Hotspot], functions: list[dict[str, Any]]) -> list[
 def _nsys(opened: Workspace, name: str, folder: Path, data: str, rows: int, timeout_s: float, cancel: threading.Event | None, report: Progress, resolved: Resolved) -> ProfileResult:
     report(0, None, f"profiling evaluate() on {rows} rows under nsys")
     output = folder / "profile"
-    child = confined_child.run(
-        opened,
-        "aether_mcp.confined.micro_bench",
-        {**confined_child.sources(opened, f"candidate:{name}"), "data": data, "profile": "nsys", "repeats": 3},
-        folder=folder,
-        result_name="micro.json",
-        timeout_s=timeout_s,
-        cancel=cancel,
-        read=[data],
-        env_extra=resolved.env(),
-        wrap=lambda argv: nsys_report.profile_command(output, argv),
-        log_name="nsys_profile.log",
+    raw = _micro(
+        opened, name, folder, data, {"profile": "nsys", "repeats": 3}, timeout_s, cancel, resolved,
+        what="nsys profile", wrap=lambda argv: nsys_report.profile_command(output, argv), log_name="nsys_profile.log",
     )
-    _ended(child.ended, "nsys profile")
-    raw = _result(folder / "micro.json")
     report_file = nsys_report.nsys_rep_path(output)
     if not report_file.is_file():
         raise ToolError(f"nsys profile wrote no report under {folder}; see {folder / 'nsys_profile.log'}.")
@@ -273,7 +262,11 @@ def plan_hints(codegen: dict[str, Any], hotspots: list[Hotspot]) -> list[str]:
     return hints
 
 
-def _micro(opened: Workspace, name: str, folder: Path, data: str, extra: dict[str, Any], timeout_s: float, cancel: threading.Event | None, resolved: Resolved) -> dict[str, Any]:
+def _micro(
+    opened: Workspace, name: str, folder: Path, data: str, extra: dict[str, Any], timeout_s: float, cancel: threading.Event | None, resolved: Resolved,
+    what: str = "the profiled process", **options: Any,
+) -> dict[str, Any]:
+    """The candidate's micro-benchmark child on `data` with `extra` settings; `options` go to confined_child.run."""
     child = confined_child.run(
         opened,
         "aether_mcp.confined.micro_bench",
@@ -284,9 +277,9 @@ def _micro(opened: Workspace, name: str, folder: Path, data: str, extra: dict[st
         cancel=cancel,
         read=[data],
         env_extra=resolved.env(),
-        keep=("profile.pstats", "profile.txt"),
+        **options,
     )
-    _ended(child.ended, "the profiled process")
+    _ended(child.ended, what)
     raw = _result(folder / "micro.json")
     raw["candidate_file"] = str(candidate_path(opened, f"candidate:{name}"))
     return raw
