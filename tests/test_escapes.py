@@ -17,18 +17,12 @@ from aether_mcp.tools import files
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.cheat_audit import audit_candidate
 from aether_mcp.workspace import Workspace
+from conftest import VECTORIZED_CANDIDATE
 
 pytestmark = pytest.mark.slow
 
-HONEST_BODY = """
-    missing = weight.isna().to_numpy()
-    w = weight.to_numpy(dtype="float64", na_value=1.0)
-    if (w <= 0).any():
-        raise ValueError("weight must be positive")
-    fee = np.where(w < 2.0, 4.99, 4.99 + (w - 2.0) * 1.5)
-    fee = np.where(express.to_numpy(dtype=bool, na_value=False), fee * 2, fee)
-    return pd.Series(pd.arrays.FloatingArray(fee, missing))
-"""
+# the evaluate body of the honest shipping candidate the other suites use
+HONEST_BODY = VECTORIZED_CANDIDATE.split("def evaluate(weight, express):\n", 1)[1]
 
 
 def cheat(prelude: str) -> str:
@@ -120,26 +114,10 @@ def test_candidate_code_writes_nothing_outside_the_root_and_keeps_no_state_acros
 
 def test_a_watched_run_that_behaves_differently_is_a_mismatch(root, workspace, workers):
     # class 2: sys.gettrace() tells the watched run apart; its outputs are compared now
-    source = """
-import sys
-
-import numpy as np
-import pandas as pd
-
-TARGET = 'vectorized'
-
-
-def evaluate(weight, express):
-    missing = weight.isna().to_numpy()
-    w = weight.to_numpy(dtype="float64", na_value=1.0)
-    if (w <= 0).any():
-        raise ValueError("weight must be positive")
-    fee = np.where(w < 2.0, 4.99, 4.99 + (w - 2.0) * 1.5)
-    fee = np.where(express.to_numpy(dtype=bool, na_value=False), fee * 2, fee)
-    if sys.gettrace() is not None:
-        fee = fee * 0.0
-    return pd.Series(pd.arrays.FloatingArray(fee, missing))
-"""
+    source = VECTORIZED_CANDIDATE.replace("import numpy", "import sys\n\nimport numpy").replace(
+        "    return pd.Series(", "    if sys.gettrace() is not None:\n        fee = fee * 0.0\n    return pd.Series("
+    )
+    assert "sys.gettrace()" in source
     files.write_file(root, workspace, "candidate/two_faced.py", source)
     audit = audit_candidate(root, workers, workspace, "two_faced", hidden_rows_count=1000, watched_rows=(250, 1000))
     assert audit.comparison.equal and audit.verdict == "FAIL"
