@@ -77,7 +77,7 @@ def test_the_servers_state_is_out_of_sight_of_candidate_code(root, workspace, wo
     source = cheat(
         """
         seen = f"state={os.environ.get('AETHER_MCP_STATE_DIR')!r} home={os.environ.get('HOME')!r}"
-        if float(weight.iloc[0]) == 3.25:
+        if bool((weight == 3.25).any()):  # wherever the batch layout puts the case's row
             raise ValueError(seen)
         """
     ).replace("    except Exception:\n        pass\n", "    except ValueError:\n        raise\n    except Exception:\n        pass\n")
