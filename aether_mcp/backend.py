@@ -31,7 +31,11 @@ from typing import Any
 BACKENDS = ("auto", "cpu", "gpu")
 ENV = "AETHER_BACKEND"
 RMM_POOL_BYTES = 1 << 30  # the pool starts at 1 GiB and grows as needed
-INSTALL_HINT = "pip install 'aether-mcp[gpu]' (cudf-cu12, cupy-cuda12x, numba-cuda) on a machine with an NVIDIA GPU and CUDA 12"
+INSTALL_HINT = (
+    "pip install 'aether-mcp[cuda12]' or 'aether-mcp[cuda13]' (CuPy, cuDF and numba-cuda built for that CUDA major version) on a machine "
+    "with an NVIDIA GPU; where CuPy is installed already, 'aether-mcp[gpu]' adds only numba-cuda"
+)
+CUPY_PACKAGES = ("cupy-cuda12x", "cupy-cuda13x")
 
 
 class BackendUnavailable(ValueError):
@@ -63,17 +67,19 @@ def has_gpu() -> bool:
     return any(Path("/dev").glob("nvidia[0-9]*"))
 
 
-def gpu_problem(kind: str) -> str | None:
+def gpu_problem(kind: str, needs_cudf: bool = False) -> str | None:
     """Why a `kind` ("vectorized" or "kernel") candidate cannot run on the GPU backend here; None when it can.
 
-    Looks for the packages without importing them: importing CUDA libraries costs seconds and
-    the server never runs candidate code itself.
+    CuPy is enough for both kinds: without cuDF the columns arrive as pandas Series and `array`
+    copies them to the device. Only a candidate that uses cuDF itself (`xdf`, `import cudf`:
+    `needs_cudf`) needs it. Looks for the packages without importing them: importing CUDA
+    libraries costs seconds and the server never runs candidate code itself.
     """
     if not has_gpu():
         return "this machine has no NVIDIA GPU (no /dev/nvidia*)"
-    needed = {"cupy": "cupy-cuda12x"}
-    if kind == "vectorized":  # columns become cuDF Series; a kernel can take them as CuPy arrays without it
-        needed["cudf"] = "cudf-cu12"
+    needed = {"cupy": "CuPy (cupy-cuda12x or cupy-cuda13x)"}
+    if needs_cudf:
+        needed["cudf"] = "cuDF (cudf-cu12 or cudf-cu13), which the candidate uses"
     if kind == "kernel":
         needed["numba"] = "numba-cuda"
     missing = [package for module, package in needed.items() if importlib.util.find_spec(module) is None]
@@ -84,7 +90,7 @@ def gpu_problem(kind: str) -> str | None:
     return None
 
 
-def resolve(requested: str, kind: str | None, device_code: bool = True) -> Resolved:
+def resolve(requested: str, kind: str | None, device_code: bool = True, needs_cudf: bool = False) -> Resolved:
     """The backend for a run of a candidate of `kind` ("sql", "vectorized", "kernel"; None: unknown).
 
     "auto" takes the GPU where it can run a candidate written for it (`device_code`: it imports
@@ -101,7 +107,7 @@ def resolve(requested: str, kind: str | None, device_code: bool = True) -> Resol
                 "a sql candidate runs in Spark's JVM, not on aether-mcp's GPU backend (a GPU plugin for Spark such as RAPIDS would run it there); use backend 'auto' or 'cpu'"
             )
         return Resolved("cpu", False, "Spark SQL expressions in the JVM: no Python, no GPU")
-    problem = gpu_problem(kind or "vectorized")
+    problem = gpu_problem(kind or "vectorized", needs_cudf)
     if requested == "auto" and problem is None and not device_code:
         return Resolved("cpu", kind == "kernel", "pandas (nullable dtypes) and NumPy on the CPU: the candidate imports no GPU library (auto keeps it on the CPU)")
     if requested == "gpu" and problem:
@@ -109,11 +115,44 @@ def resolve(requested: str, kind: str | None, device_code: bool = True) -> Resol
     if requested != "cpu" and problem is None:
         if kind == "kernel":
             return Resolved("gpu", False, "numba.cuda kernel on the GPU, arguments as CuPy arrays")
+        if importlib.util.find_spec("cudf") is None:
+            return Resolved("gpu", False, "CuPy on the GPU; no cuDF here, so columns arrive as pandas Series and array() copies them to the device")
         return Resolved("gpu", False, "cuDF Series from Arrow on the GPU, CuPy for arrays")
     why = "" if requested == "cpu" else f" ({problem})"
     if kind == "kernel":
         return Resolved("cpu", True, f"kernel under numba's CUDA simulator on the CPU{why}: simulated, for correctness only; no GPU speed is measured")
     return Resolved("cpu", False, f"pandas (nullable dtypes) and NumPy on the CPU{why}")
+
+
+def cupy_package() -> str | None:
+    """The distribution that provides `cupy` and its version ("cupy-cuda13x 14.2.0"), found without importing CuPy; None if absent.
+
+    CuPy is published once per CUDA major version under different names (cupy-cuda12x, cupy-cuda13x),
+    and any of them serves this backend; results record which one ran.
+    """
+    from importlib import metadata
+
+    try:
+        names = sorted(set(metadata.packages_distributions().get("cupy", [])))
+    except Exception:  # a broken distribution's metadata is no reason to fail a run
+        names = []
+    if not names:
+        return None
+    found = []
+    for distribution in names:
+        try:
+            found.append(f"{distribution} {metadata.version(distribution)}")
+        except metadata.PackageNotFoundError:
+            found.append(distribution)
+    return ", ".join(found)
+
+
+def cuda_major(package: str | None) -> int | None:
+    """12 for "cupy-cuda12x 13.6.0", 13 for "cupy-cuda13x 14.2.0"; None for a source build or none."""
+    import re
+
+    match = re.search(r"cupy-cuda(\d+)x", package or "")
+    return int(match.group(1)) if match else None
 
 
 # --- inside a process that runs candidate code ------------------------------------------------
@@ -125,6 +164,7 @@ class _Active:
     xp: Any
     xdf: Any
     allocator: dict[str, Any] = field(default_factory=dict)
+    pool: Any = None  # CuPy's MemoryPool, where it is the allocator
 
 
 _ACTIVE: _Active | None = None
@@ -160,6 +200,33 @@ def allocator() -> dict[str, Any]:
     return dict(active().allocator)
 
 
+def device_info() -> dict[str, Any]:
+    """What the GPU backend runs on in this process: the CuPy package (CUDA 12 or 13 build), CUDA versions, device, cuDF.
+
+    Empty on the CPU backend. Recorded with every GPU result, next to the allocator.
+    """
+    current = active()
+    if current.name != "gpu":
+        return {}
+    runtime = current.xp.cuda.runtime
+    package = cupy_package()
+    info: dict[str, Any] = {"cupy": package or f"cupy {current.xp.__version__} (no package metadata)", "cupy_cuda_major": cuda_major(package)}
+    try:
+        info["cuda_runtime"] = _cuda_version(runtime.runtimeGetVersion())
+        info["cuda_driver"] = _cuda_version(runtime.driverGetVersion())
+        name = runtime.getDeviceProperties(runtime.getDevice())["name"]
+        info["device"] = name.decode() if isinstance(name, bytes) else str(name)
+    except Exception as exc:  # recorded, not raised: the result it describes stands
+        info["error"] = f"{exc.__class__.__name__}: {exc}"
+    info["cudf"] = getattr(current.xdf, "__version__", "installed") if current.xdf is not None else "not installed"
+    return info
+
+
+def _cuda_version(number: int) -> str:
+    """CUDA's encoded version (13000) as text ("13.0")."""
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
 def _cpu() -> _Active:
     import numpy
     import pandas
@@ -185,6 +252,7 @@ def _gpu() -> _Active:
         pool = cupy.cuda.MemoryPool()
         cupy.cuda.set_allocator(pool.malloc)
         chosen = {"cudf": "not installed" if cudf is None else "rmm default", "cupy": "cupy MemoryPool"}
+        return _Active("gpu", cupy, cudf, chosen, pool)
     return _Active("gpu", cupy, cudf, chosen)
 
 

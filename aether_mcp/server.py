@@ -353,7 +353,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
             "NaN, -0.0 is not 0.0, floats bit for bit, types must match). Returns `equal`, per-source counts, the "
             "first mismatches (hidden ones shrunk to small counterexamples), what the original raised on, the "
             "policy, and where it ran: `backend` cpu or gpu (`backend` argument, default aether.toml's), `simulated` for a "
-            "kernel under numba's CUDA simulator, `gpu_verified` only when device counters (nsys) saw the work on the GPU; "
+            "kernel under numba's CUDA simulator, `gpu_verified` only when device counters (nsys, or CUPTI through PyTorch's profiler) saw the work on the GPU; "
             "`confined` (Landlock, PID namespace) and `watch_events` (what the watch saw the candidate do). "
             "Reports progress; cancelling stops it."
         ),

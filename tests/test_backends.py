@@ -8,6 +8,7 @@ tests in test_gpu.py run the rest where a GPU is.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -23,7 +24,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp import backend
-from aether_mcp.parsers import nsys_report
+from aether_mcp.parsers import device_counters, nsys_report
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import benchmarking, byte_compare, cheat_audit, device_proof, files, profiling, workspaces
 from aether_mcp.tools.test_runs import run_tests
@@ -63,13 +64,26 @@ def test_a_gpu_without_the_libraries_names_the_missing_packages_and_the_extra(mo
     real = backend.importlib.util.find_spec
     monkeypatch.setattr(backend.importlib.util, "find_spec", lambda name: None if name in ("cupy", "cudf") else real(name))
     problem = backend.gpu_problem("vectorized")
-    assert "cupy-cuda12x" in problem and "cudf-cu12" in problem and "aether-mcp[gpu]" in problem
+    assert all(name in problem for name in ("cupy-cuda12x", "cupy-cuda13x", "aether-mcp[cuda12]", "aether-mcp[cuda13]")) and "cuDF" not in problem.split("(")[0]
     # auto falls back to the CPU and says why; only an explicit "gpu" is refused
-    assert backend.resolve("auto", "vectorized").name == "cpu" and "cudf-cu12" in backend.resolve("auto", "vectorized").note
+    assert backend.resolve("auto", "vectorized").name == "cpu" and "cupy-cuda13x" in backend.resolve("auto", "vectorized").note
+
+
+def test_cupy_alone_runs_a_vectorized_candidate_on_the_gpu_unless_it_uses_cudf_itself(monkeypatch):
+    monkeypatch.setattr(backend, "has_gpu", lambda: True)
+    real = backend.importlib.util.find_spec
+    monkeypatch.setattr(backend.importlib.util, "find_spec", lambda name: object() if name == "cupy" else None if name == "cudf" else real(name))
+    on_gpu = backend.resolve("gpu", "vectorized")
+    assert on_gpu.name == "gpu" and "no cuDF here" in on_gpu.note
+    assert "cudf-cu13" in backend.gpu_problem("vectorized", needs_cudf=True)
+    assert backend.resolve("auto", "vectorized", needs_cudf=True).name == "cpu"
+    uses = lambda source: device_proof.uses_cudf(ast.parse(source))  # noqa: E731
+    assert uses("from aether_mcp.backend import xdf, xp") and uses("import cudf") and uses("import aether_mcp.backend as b\nb.xdf.Series")
+    assert not uses("from aether_mcp.backend import array, series, xp")
 
 
 def test_on_a_gpu_auto_takes_it_only_for_candidates_written_for_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(backend, "gpu_problem", lambda kind: None)  # as on a machine with a GPU and the gpu extra
+    monkeypatch.setattr(backend, "gpu_problem", lambda kind, needs_cudf=False: None)  # as on a machine with a GPU and the gpu extra
     shutil.copytree(EXAMPLES / "delivery_geo", tmp_path / "delivery_geo")
     root = SandboxRoot(tmp_path)
     created = workspaces.init_workspace(root, "delivery_geo/job.py", "haversine_km", arg_types=GEO_TYPES)
@@ -119,7 +133,11 @@ def test_init_workspace_freezes_the_backend_and_refuses_an_unknown_one(tmp_path)
 # --- proof of GPU execution, judged on recorded reports ------------------------------------------
 
 
-def _summary(scenario: str) -> nsys_report.NsysSummary:
+def _summary(scenario: str) -> device_counters.Counters:
+    return device_counters.from_nsys(_nsys(scenario))
+
+
+def _nsys(scenario: str) -> nsys_report.NsysSummary:
     return nsys_report.parse_reports(nsys_report.report_paths(FIXTURES / scenario / "profile"), 0.1, 80_000_000, 40_000_000, 5_000_000)
 
 
@@ -141,9 +159,9 @@ def test_device_to_host_traffic_far_above_the_result_is_a_host_round_trip():
 
 
 def test_about_one_device_to_host_copy_per_row_is_caught_even_when_the_bytes_are_small():
-    summary = _summary("fused").model_copy(deep=True)
+    summary = _nsys("fused").model_copy(deep=True)
     summary.transfers["device_to_host"] = nsys_report.TransferStat(bytes=800_000, time_s=0.9, count=200_000)
-    problems = device_proof.judge(summary, rows=100_000, calls=2, result_bytes=800_000)
+    problems = device_proof.judge(device_counters.from_nsys(summary), rows=100_000, calls=2, result_bytes=800_000)
     assert [p.rule for p in problems] == ["host_round_trip"] and "one row at a time" in problems[0].message
 
 
@@ -180,10 +198,11 @@ def test_device_activity_is_recorded_from_a_real_profiled_run_of_the_candidate(t
     opened = _geo_with_nsys(tmp_path, monkeypatch, STAND_IN_NSYS.format(python=sys.executable, fixtures=FIXTURES / "no_kernels"))
     folder = tmp_path / "device"
     folder.mkdir()
-    activity = device_proof.record(opened, "geo", backend.CPU.env(), folder, 300, None, lambda *a: None)
+    activity = device_proof.record(opened, "geo", backend.CPU.env(), folder, 300, None, lambda *a: None, device_counters.choose_source())
     raw = json.loads((folder / "micro.json").read_text())
     assert raw["backend"] == "cpu" and raw["result_bytes"] == activity.result_bytes > 0  # the candidate really ran, in the child
     assert activity.rows == device_proof.DEVICE_ROWS and activity.kernel_launches == 0
+    assert (activity.source, activity.complete) == ("nsys", True) and activity.source_detail.startswith("Nsight Systems")
     assert [p.rule for p in activity.problems] == ["no_device_work"]
 
 
@@ -259,7 +278,7 @@ def test_the_micro_benchmark_compares_every_variant_with_the_row_udf_row_by_row(
     assert "bit for bit" in rows["NumPy (vectorized candidate, CPU backend)"]
     problem = backend.gpu_problem("kernel")
     gpu_rows = [line for label, line in rows.items() if label.startswith(("CuPy", "numba"))]
-    assert len(gpu_rows) == 2 and all((f"skipped: {problem}" in line) if problem else ("ULP" in line or "bit for bit" in line) for line in gpu_rows)
+    assert len(gpu_rows) == 2 and all((f"not run: {problem}" in line) if problem else ("ULP" in line or "bit for bit" in line) for line in gpu_rows)
 
 
 @pytest.mark.slow

@@ -71,11 +71,17 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
             started = time.perf_counter()
             call()
             timings[name].append(time.perf_counter() - started)
-    return {**timings, "original_raised_rows": raised[0], "backend": backend.name(), "allocator": backend.allocator()}
+    return {**timings, "original_raised_rows": raised[0], "backend": backend.name(), "allocator": backend.allocator(), "device": backend.device_info()}
 
 
 def _profile(request: dict[str, Any]) -> dict[str, Any]:
-    """The candidate's evaluate(*series) alone, profiled: under cProfile ("cpu"), or in NVTX ranges for nsys ("nsys")."""
+    """The candidate's evaluate(*series) alone, profiled: under cProfile ("cpu"), in NVTX ranges for nsys ("nsys"), or recorded by CUPTI ("cupti").
+
+    For nsys and cupti the record covers the columns' conversion to the device, the warm-up call
+    and `repeats` more, as nsys records the whole process; cupti writes `cupti_trace.json` into
+    the scratch folder.
+    """
+    import contextlib
     import cProfile
     import pstats
 
@@ -88,22 +94,37 @@ def _profile(request: dict[str, Any]) -> dict[str, Any]:
     table = pq.read_table(request["data"])
     source_path = request["candidate"]["filename"]
     evaluate = _candidate(request).evaluate
-    began = time.perf_counter()
-    series = [backend.from_arrow(column.combine_chunks()) for column in table.columns]  # to the device, as Spark's batches go
-    synchronize = backend.synchronize
-    result = evaluate(*series)  # warm-up: imports, caches and compilation stay out of the profile
-    synchronize()
-    result_bytes = backend.to_arrow(result, to_arrow_type(parse_type(config.udf.return_type))).nbytes
-    measured = {"data_bytes": table.nbytes, "result_bytes": result_bytes, "candidate_file": str(source_path), "backend": backend.name(), "allocator": backend.allocator()}
-    if request["profile"] == "nsys":
-        ranges = _nvtx_range()
-        started = time.perf_counter()
-        for _ in range(int(request.get("repeats", 3))):
-            with ranges("aether:evaluate"):
-                evaluate(*series)
-                synchronize()
-        ended = time.perf_counter()
-        return {**measured, "wall_s": (ended - started) / int(request.get("repeats", 3)), "profiled_s": ended - began}
+    recording = contextlib.ExitStack()
+    recorder: dict[str, Any] = {}
+    if request["profile"] == "cupti":
+        from aether_mcp.parsers import device_counters
+
+        try:
+            recorder = recording.enter_context(device_counters.cupti_recording(Path(request["scratch"]) / "cupti_trace.json"))
+        except device_counters.CountersUnavailable as exc:
+            return {"counters_unavailable": f"CUPTI cannot record here: {exc}"}
+    with recording:
+        began = time.perf_counter()
+        series = [backend.from_arrow(column.combine_chunks()) for column in table.columns]  # to the device, as Spark's batches go
+        synchronize = backend.synchronize
+        result = evaluate(*series)  # warm-up: imports, caches and compilation stay out of the timing
+        synchronize()
+        result_bytes = backend.to_arrow(result, to_arrow_type(parse_type(config.udf.return_type))).nbytes
+        measured = {
+            "data_bytes": table.nbytes, "result_bytes": result_bytes, "candidate_file": str(source_path), "backend": backend.name(),
+            "allocator": backend.allocator(), "device": backend.device_info(),
+        }
+        if request["profile"] in ("nsys", "cupti"):
+            ranges = _nvtx_range()
+            repeats = int(request.get("repeats", 3))
+            started = time.perf_counter()
+            for _ in range(repeats):
+                with ranges("aether:evaluate"):
+                    evaluate(*series)
+                    synchronize()
+            ended = time.perf_counter()
+    if request["profile"] in ("nsys", "cupti"):
+        return {**measured, **recorder, "wall_s": (ended - started) / repeats, "profiled_s": ended - began}
     started = time.perf_counter()
     evaluate(*series)
     unprofiled = time.perf_counter() - started

@@ -563,6 +563,7 @@ class MicroBenchmarkResult(BaseModel):
     gpu_verified: bool
     backend_note: str
     allocator: dict[str, Any] = Field(default_factory=dict, description="GPU backend: the allocator configuration the timings ran under")
+    device: dict[str, Any] = Field(default_factory=dict, description="GPU backend: the CuPy package (CUDA 12 or 13 build), CUDA versions and device")
     confined: bool = Field(False, description="the timed process ran confined")
     confinement: str = Field("", description="how, or why not")
     note: str = "the entry points alone, in one process: no Spark, no serialization; run_benchmark measures the job"
@@ -611,6 +612,7 @@ def micro_benchmark(
         gpu_verified=False,
         backend_note=f"{resolved.note}; gpu_verified: false (micro_benchmark times, it records no device activity: run_benchmark or audit_candidate do)",
         allocator=raw.get("allocator") or {},
+        device=raw.get("device") or {},
         confined=bool(raw.get("confined")),
         confinement=str(raw.get("confinement", "")),
         duration_s=round(time.monotonic() - started, 3),

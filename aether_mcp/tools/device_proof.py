@@ -4,19 +4,21 @@
 an aether_mcp.backend.Resolved, or a ToolError saying why the GPU cannot be used and what to do.
 
 On the GPU backend, `prove` records device activity during the candidate's run: the candidate's
-evaluate(*series) runs in a child process under Nsight Systems (`nsys`), on generated rows
-converted to cuDF on the device as Spark's batches are, and `judge` reads the kernel launches and
-the host/device copies. No kernel launch means the candidate computed on the host; device-to-host
+evaluate(*series) runs in a child process on generated rows converted to device Series as Spark's
+batches are, and `judge` reads the kernel launches and the host/device copies. The counters come
+from Nsight Systems (`nsys` wraps the child) or, where nsys is missing, from CUPTI through
+PyTorch's profiler inside the child (aether_mcp.parsers.device_counters chooses, and the result
+names the source). No kernel launch means the candidate computed on the host; device-to-host
 copies numbering about one per row, or bytes far above the result's size, mean data went back to
-the host mid-computation. Either is a blocking audit finding. Without nsys the activity cannot be
-recorded and `gpu_verified` stays false: nothing claims GPU execution it did not see.
+the host mid-computation. Either is a blocking audit finding. Where neither source exists, or the
+record is incomplete, `gpu_verified` stays false and says why: nothing claims GPU execution it
+did not see.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import shutil
 import threading
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -28,19 +30,14 @@ from aether_mcp import bench_data
 from aether_mcp.backend import BackendUnavailable, Resolved, resolve
 from aether_mcp.candidates import BadCandidate, candidate_path, declared_target
 from aether_mcp.judge.cheat_rules import device_capable
-from aether_mcp.parsers import nsys_report
-from aether_mcp.parsers.nsys_report import NsysSummary
+from aether_mcp.parsers import device_counters, nsys_report
+from aether_mcp.parsers.device_counters import Counters, Source
 from aether_mcp.processes import confined_child, subprocess_runner
 from aether_mcp.workspace import Workspace, new_run_id
 
 DEVICE_ROWS = 100_000
 DEVICE_CALLS = 2  # one warm-up call (compilation, caches) and one more, both traced
-# Device-to-host copies per call at or above this share of the rows: the data comes back one row at a time.
-ROW_COPY_SHARE = 0.5
-ROW_COPY_MIN = 1_000
-# Device-to-host bytes per call above this multiple of the result (plus slack for small reads): a host round trip.
-RESULT_MULTIPLE = nsys_report.ROUND_TRIP_RESULT_MULTIPLE
-SLACK_BYTES = nsys_report.ROUND_TRIP_MIN_BYTES
+CUPTI_TRACE = "cupti_trace.json"
 Progress = Callable[[int, int | None, str], None]
 
 
@@ -50,7 +47,8 @@ class DeviceProblem(BaseModel):
 
 
 class DeviceActivity(BaseModel):
-    source: Literal["nsys"] = Field("nsys", description="what recorded it")
+    source: Literal["nsys", "cupti"] = Field(description="what recorded it: Nsight Systems around the child, or CUPTI (torch.profiler) inside it")
+    source_detail: str = Field("", description="the recorder and its version")
     rows: int = Field(description="rows per call of evaluate(*series)")
     calls: int = Field(description="calls traced (a warm-up included)")
     kernel_launches: int
@@ -58,7 +56,10 @@ class DeviceActivity(BaseModel):
     device_to_host_bytes: int
     device_to_host_copies: int
     result_bytes: int = Field(description="size of one call's result as Arrow: the one copy back that is needed")
+    complete: bool = Field(True, description="false: the record is empty or inconsistent (launch calls without kernel records), so it proves nothing either way")
+    notes: list[str] = Field(default_factory=list, description="why a record is incomplete, and what the source could not read")
     problems: list[DeviceProblem] = Field(description="blocking: no kernel ran, or data came back to the host mid-computation")
+    device: dict[str, Any] = Field(default_factory=dict, description="the CuPy package (CUDA 12 or 13 build), CUDA versions and device the counters were recorded on")
     artifacts: dict[str, str] = Field(default_factory=dict)
 
 
@@ -67,112 +68,128 @@ def choose(opened: Workspace, target: str, requested: str | None) -> Resolved:
     if target == "original":
         return Resolved("cpu", False, "the original UDF as Spark runs it, in Spark's Python workers")
     name = target.removeprefix("candidate:")
-    device_code = True
+    device_code, needs_cudf = True, False
     try:
         source = candidate_path(opened, target).read_text(encoding="utf-8")
         kind: str | None = declared_target(source, name)
-        device_code = device_capable(ast.parse(source))
+        tree = ast.parse(source)
+        device_code, needs_cudf = device_capable(tree), uses_cudf(tree)
     except (BadCandidate, OSError, UnicodeDecodeError, SyntaxError):
         kind = None
     try:
-        return resolve(requested or opened.config.backend.use, kind, device_code)
+        return resolve(requested or opened.config.backend.use, kind, device_code, needs_cudf)
     except BackendUnavailable as exc:
         raise ToolError(f"{exc}; nothing was run.") from None
 
 
-def judge(summary: NsysSummary, rows: int, calls: int, result_bytes: int) -> list[DeviceProblem]:
-    """Blocking problems in the device activity of `calls` calls on `rows` rows each."""
-    problems = []
-    if summary.kernel_launches == 0:
-        message = (
-            "no CUDA kernel ran while the candidate executed on the GPU backend: it computed on the host (NumPy/pandas code, or "
-            "a library call that fell back to the CPU). Use xp/xdf from aether_mcp.backend and keep the work in their operations."
-        )
-        problems.append(DeviceProblem(rule="no_device_work", message=message))
-    back = summary.transfers.get("device_to_host")
-    copies = back.count if back else 0
-    copied = back.bytes if back else 0
-    if rows > 0 and copies / calls >= max(ROW_COPY_MIN, ROW_COPY_SHARE * rows):
-        message = (
-            f"{copies:,} device-to-host copies in {calls} call(s) of {rows:,} rows: the data comes back to the host about one row at "
-            "a time (a Python loop, .item(), float(x[i]), .iloc[i] or .tolist() on device data). Keep the computation in whole-column "
-            "xp/xdf operations and return a device Series."
-        )
-        problems.append(DeviceProblem(rule="host_round_trip", message=message))
-    elif copied / calls > RESULT_MULTIPLE * result_bytes + SLACK_BYTES:
-        message = (
-            f"{copied / calls / 1e6:,.1f} MB per call came back from the device for a {result_bytes / 1e6:,.1f} MB result: data went "
-            "to the host mid-computation (.to_pandas(), .values_host, .to_numpy(), .get()) and likely back again. Keep every step on "
-            "the device and return a device Series; the harness copies the result once."
-        )
-        problems.append(DeviceProblem(rule="host_round_trip", message=message))
-    return problems
+def uses_cudf(tree: ast.AST) -> bool:
+    """The candidate uses cuDF itself: it imports cudf, or takes `xdf` from aether_mcp.backend."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(alias.name.split(".")[0] in ("cudf", "pylibcudf") for alias in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and ((node.module or "").split(".")[0] in ("cudf", "pylibcudf") or any(alias.name == "xdf" for alias in node.names)):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "xdf":
+            return True
+    return False
 
 
-def record(opened: Workspace, name: str, env: dict[str, str], folder: Path, timeout_s: float, cancel: threading.Event | None, report: Progress) -> DeviceActivity:
-    """Run the candidate's evaluate(*series) under `nsys` with `env` (the backend's) and judge what the device did."""
+def judge(counters: Counters, rows: int, calls: int, result_bytes: int) -> list[DeviceProblem]:
+    """Blocking problems in the device activity of `calls` calls on `rows` rows each (none on an incomplete record)."""
+    return [DeviceProblem(rule=rule, message=message) for rule, message in device_counters.problems(counters, rows, calls, result_bytes)]
+
+
+def record(opened: Workspace, name: str, env: dict[str, str], folder: Path, timeout_s: float, cancel: threading.Event | None, report: Progress, source: Source) -> DeviceActivity:
+    """Run the candidate's evaluate(*series) with `env` (the backend's), recorded by `source`, and judge what the device did."""
     data = bench_data.generate(opened, DEVICE_ROWS, None, None, lambda done, total, message: report(0, None, message))
-    report(0, None, f"recording device activity of evaluate() on {DEVICE_ROWS} rows under nsys")
+    report(0, None, f"recording device activity of evaluate() on {DEVICE_ROWS} rows ({source.detail})")
     output = folder / "device"
+    log = "nsys_profile.log" if source.name == "nsys" else "cupti_profile.log"
     child = confined_child.run(
         opened,
         "aether_mcp.confined.micro_bench",
-        {**confined_child.sources(opened, f"candidate:{name}"), "data": data.path, "profile": "nsys", "repeats": DEVICE_CALLS - 1},
+        {**confined_child.sources(opened, f"candidate:{name}"), "data": data.path, "profile": source.name, "repeats": DEVICE_CALLS - 1},
         folder=folder,
         result_name="micro.json",
         timeout_s=timeout_s,
         cancel=cancel,
         read=[data.path],
         env_extra=env,
-        wrap=lambda argv: nsys_report.profile_command(output, argv),
-        log_name="nsys_profile.log",
+        keep=(CUPTI_TRACE,) if source.name == "cupti" else (),
+        wrap=(lambda argv: nsys_report.profile_command(output, argv)) if source.name == "nsys" else None,
+        log_name=log,
     )
     _check(child.ended)
     try:
         raw = json.loads((folder / "micro.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        raise ToolError(f"the device check wrote no result; see {folder / 'nsys_profile.log'}.") from None
+        raise ToolError(f"the device check wrote no result; see {folder / log}.") from None
     if raw.get("error"):
         raise ToolError(f"the candidate failed on the GPU backend: {raw['error']}; byte_compare with backend='gpu' shows where.")
-    report_file = nsys_report.nsys_rep_path(output)
-    if not report_file.is_file():
-        raise ToolError(f"nsys profile wrote no report under {folder}; see {folder / 'nsys_profile.log'}.")
-    _run(nsys_report.stats_command(report_file, folder / "stats"), folder, "nsys_stats.log", timeout_s, cancel, {"PYARROW_IGNORE_TIMEZONE": "1", **env})
-    paths = nsys_report.report_paths(folder / "stats")
-    summary = nsys_report.parse_reports(paths, float(raw["profiled_s"]), int(raw["data_bytes"]), int(raw["result_bytes"]), DEVICE_ROWS)
+    if raw.get("counters_unavailable"):
+        raise ToolError(str(raw["counters_unavailable"]))
+    detail = source.detail
+    if source.name == "nsys":
+        report_file = nsys_report.nsys_rep_path(output)
+        if not report_file.is_file():
+            raise ToolError(f"nsys profile wrote no report under {folder}; see {folder / log}.")
+        _run(nsys_report.stats_command(report_file, folder / "stats"), folder, "nsys_stats.log", timeout_s, cancel, {"PYARROW_IGNORE_TIMEZONE": "1", **env})
+        paths = nsys_report.report_paths(folder / "stats")
+        counters = device_counters.from_nsys(nsys_report.parse_reports(paths, float(raw["profiled_s"]), int(raw["data_bytes"]), int(raw["result_bytes"]), DEVICE_ROWS))
+        artifacts = {"nsys_report": str(report_file), **{f"csv_{k}": str(v) for k, v in paths.items() if v.exists()}}
+    else:
+        trace = folder / CUPTI_TRACE
+        if not trace.is_file():
+            raise ToolError(f"the CUPTI recording wrote no trace under {folder}; see {folder / log}.")
+        counters = device_counters.parse_kineto_trace(trace)
+        detail = str(raw.get("recorder") or detail)
+        artifacts = {"cupti_trace": str(trace)}
     return DeviceActivity(
+        source=counters.source,
+        source_detail=detail,
         rows=DEVICE_ROWS,
         calls=DEVICE_CALLS,
-        kernel_launches=summary.kernel_launches,
-        host_to_device_bytes=summary.transfers["host_to_device"].bytes,
-        device_to_host_bytes=summary.transfers["device_to_host"].bytes,
-        device_to_host_copies=summary.transfers["device_to_host"].count,
+        kernel_launches=counters.kernel_launches,
+        host_to_device_bytes=counters.transfer("host_to_device").bytes,
+        device_to_host_bytes=counters.transfer("device_to_host").bytes,
+        device_to_host_copies=counters.transfer("device_to_host").count,
         result_bytes=int(raw["result_bytes"]),
-        problems=judge(summary, DEVICE_ROWS, DEVICE_CALLS, int(raw["result_bytes"])),
-        artifacts={"nsys_report": str(report_file), **{f"csv_{k}": str(v) for k, v in paths.items() if v.exists()}},
+        complete=counters.complete,
+        notes=[note for note in counters.notes if source.name == "cupti" or "missing" not in note],
+        problems=judge(counters, DEVICE_ROWS, DEVICE_CALLS, int(raw["result_bytes"])),
+        device=raw.get("device") or {},
+        artifacts=artifacts,
     )
 
 
-def prove(opened: Workspace, name: str, resolved: Resolved, timeout_s: float, cancel: threading.Event | None, report: Progress) -> tuple[DeviceActivity | None, bool, str]:
-    """(activity, gpu_verified, note) for a run on `resolved`: activity is recorded only on the GPU backend with nsys."""
+def prove(
+    opened: Workspace, name: str, resolved: Resolved, timeout_s: float, cancel: threading.Event | None, report: Progress, source: Source | None = None
+) -> tuple[DeviceActivity | None, bool, str]:
+    """(activity, gpu_verified, note) for a run on `resolved`: recorded only on the GPU backend, by nsys or CUPTI (`source`: chosen here)."""
     if resolved.name != "gpu":
         why = "kernel under the CUDA simulator" if resolved.simulated else "CPU backend"
         return None, False, f"gpu_verified: false ({why}): nothing ran on a GPU"
-    if shutil.which("nsys") is None:
-        return None, False, "gpu_verified: false: nsys (Nsight Systems) is not on the PATH, so device activity could not be recorded; install it to prove the GPU path ran"
+    source = source or device_counters.choose_source()
+    if source.name is None:
+        return None, False, f"gpu_verified: false: device activity could not be recorded: {source.detail}"
     folder = opened.state_dir / "device" / new_run_id(name)
     folder.mkdir(parents=True)
     try:
-        activity = record(opened, name, resolved.env(), folder, timeout_s, cancel, report)
+        activity = record(opened, name, resolved.env(), folder, timeout_s, cancel, report, source)
     except ToolError as exc:
         if cancel is not None and cancel.is_set():
             raise
         # the comparison or the timings stand; only the proof is missing, and the result says so
-        return None, False, f"gpu_verified: false: device activity could not be recorded ({exc})"
+        return None, False, f"gpu_verified: false: device activity could not be recorded by {source.name} ({exc})"
     (folder / "activity.json").write_text(activity.model_dump_json(indent=2), encoding="utf-8")
+    if not activity.complete:
+        return activity, False, f"gpu_verified: false: the {activity.source} record cannot prove anything: " + " ".join(activity.notes)
     if activity.problems:
         return activity, False, "gpu_verified: false: " + " ".join(problem.message for problem in activity.problems)
-    return activity, True, f"gpu_verified: {activity.kernel_launches:,} kernel launches, {activity.device_to_host_bytes / 1e6:,.1f} MB back to the host in {activity.calls} calls"
+    return activity, True, (
+        f"gpu_verified ({activity.source}): {activity.kernel_launches:,} kernel launches, "
+        f"{activity.device_to_host_bytes / 1e6:,.1f} MB back to the host in {activity.calls} calls"
+    )
 
 
 def _run(argv: list[str], folder: Path, log: str, timeout_s: float, cancel: threading.Event | None, env: dict[str, Any]) -> None:
