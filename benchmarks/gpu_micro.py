@@ -8,13 +8,15 @@ differ only in their last bits are counted and their largest distance in ULPs is
 
     .venv/bin/python benchmarks/gpu_micro.py [--rows 10000000] [--repeats 3]
 
-Without a GPU (or without CuPy/numba-cuda) the GPU rows say why they were skipped. Nothing is
-downloaded: the data is generated here.
+Without a GPU (or without CuPy/numba-cuda) the GPU rows say why they were not run. Nothing is
+downloaded: the data is generated here, and PySpark is not needed (the row logic is read from
+the job's source). scripts/gpu_check.py runs the same variants as one part of the GPU check.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import os
 import platform
@@ -51,9 +53,26 @@ def load(path: Path, name: str):
     return module
 
 
+def row_logic():
+    """The job's own row function, `_haversine`, taken from its source with the module constants it reads.
+
+    The job itself imports PySpark at the top, which the GPU machines may not have; the row logic needs only `math`.
+    """
+    tree = ast.parse((GEO / "job.py").read_text(encoding="utf-8"))
+    kept = [
+        node for node in tree.body
+        if (isinstance(node, ast.Import) and all(alias.name == "math" for alias in node.names))
+        or (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant))
+        or (isinstance(node, ast.FunctionDef) and node.name == "_haversine")
+    ]
+    namespace: dict = {}
+    exec(compile(ast.Module(body=kept, type_ignores=[]), str(GEO / "job.py"), "exec"), namespace)
+    return namespace["_haversine"]
+
+
 def row_udf(cols: list[pa.Array]) -> pa.Array:
     """The original's logic one row at a time, as a row UDF runs it (the pandas UDF hands it NaN for null)."""
-    haversine = load(GEO / "job.py", "geo_job")._haversine
+    haversine = row_logic()
     lists = [c.to_numpy(zero_copy_only=False) for c in cols]  # nulls become NaN, as Spark gives a pandas UDF
     return pa.array([haversine(*row) for row in zip(*(a.tolist() for a in lists))], pa.float64())
 
@@ -70,38 +89,59 @@ def timed(run, repeats: int, synchronize) -> tuple[float, pa.Array]:
     return statistics.median(seconds), result
 
 
-def compare(expected: pa.Array, actual: pa.Array) -> str:
+def compare(expected: pa.Array, actual: pa.Array) -> dict:
+    """Row by row: bit for bit, else how many rows differ by how many ULPs, with null, NaN and sign-of-zero mismatches apart."""
     e_null = expected.is_null().to_numpy(zero_copy_only=False)
     a_null = actual.is_null().to_numpy(zero_copy_only=False)
     e = expected.to_numpy(zero_copy_only=False).astype("float64")
     a = actual.to_numpy(zero_copy_only=False).astype("float64")
     both = ~e_null & ~a_null
     bits_e, bits_a = e.view(np.int64), a.view(np.int64)
-    exact = (e_null == a_null) & (~both | (bits_e == bits_a))
-    if exact.all():
+    nan_e, nan_a = np.isnan(e) & both, np.isnan(a) & both
+    nan = nan_e != nan_a
+    zero = both & (e == 0) & (a == 0) & (np.signbit(e) != np.signbit(a))
+    sign = both & ~nan & ~nan_e & (e != 0) & (a != 0) & (np.signbit(e) != np.signbit(a))
+    numeric = both & ~nan_e & ~nan_a & ~zero & ~sign & (bits_e != bits_a)
+    ulps = np.abs(bits_e[numeric] - bits_a[numeric])
+    return {
+        "rows": len(expected),
+        "bit_for_bit": bool(((e_null == a_null) & (~both | (bits_e == bits_a) | (nan_e & nan_a))).all()),
+        "null_mismatches": int((e_null != a_null).sum()),
+        "nan_mismatches": int(nan.sum()),
+        "sign_of_zero_mismatches": int(zero.sum()),
+        "sign_mismatches": int(sign.sum()),
+        "ulp_rows": int(numeric.sum()),
+        "max_ulp": int(ulps.max()) if ulps.size else 0,
+    }
+
+
+def describe(comparison: dict) -> str:
+    if comparison["bit_for_bit"]:
         return "bit for bit"
-    differs = both & (bits_e != bits_a)
-    structural = (e_null != a_null) | (differs & (np.isnan(e) | np.isnan(a) | (np.signbit(e) != np.signbit(a))))
-    ulps = np.abs(bits_e[differs & ~structural] - bits_a[differs & ~structural])
-    text = f"{int(differs.sum() - structural.sum()):,} rows off by <= {int(ulps.max()) if ulps.size else 0} ULP"
-    return text + (f"; {int(structural.sum()):,} null/NaN/sign mismatches" if structural.any() else "")
+    parts = [f"{comparison['ulp_rows']:,} rows off by <= {comparison['max_ulp']} ULP"] if comparison["ulp_rows"] else []
+    for key, label in (("null_mismatches", "null"), ("nan_mismatches", "NaN"), ("sign_of_zero_mismatches", "sign-of-zero"), ("sign_mismatches", "sign")):
+        if comparison[key]:
+            parts.append(f"{comparison[key]:,} {label} mismatches")
+    return "; ".join(parts)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    sys.path.insert(0, str(REPO))
+def structural(comparison: dict) -> int:
+    """Mismatches no floating-point tolerance excuses: null, NaN and sign."""
+    return comparison["null_mismatches"] + comparison["nan_mismatches"] + comparison["sign_of_zero_mismatches"] + comparison["sign_mismatches"]
+
+
+def variants(rows: int, repeats: int, gpu_problem: str | None = None) -> list[dict]:
+    """Every variant on the same `rows`, each as {label, backend, seconds, comparison, note}; seconds None when not run.
+
+    `gpu_problem`: why the GPU rows cannot run here (default: aether_mcp.backend.gpu_problem("kernel")).
+    """
     from aether_mcp import backend
 
-    cols = columns(args.rows)
-    table: list[tuple[str, str, float | None, str]] = []
-    started = time.perf_counter()
+    cols = columns(rows)
     began = time.perf_counter()
     expected = row_udf(cols)
     row_s = time.perf_counter() - began
-    table.append(("row UDF logic (Python, one row at a time)", "cpu", row_s, "reference"))
+    table = [{"label": "row UDF logic (Python, one row at a time)", "backend": "cpu", "seconds": row_s, "comparison": None, "note": "reference"}]
 
     def variant(label: str, chosen: str, candidate: str) -> None:
         backend.activate(chosen)
@@ -110,31 +150,53 @@ def main() -> int:
         def run() -> pa.Array:
             return backend.to_arrow(module.evaluate(*[backend.from_arrow(c) for c in cols]), pa.float64())
 
-        seconds, result = timed(run, args.repeats, backend.synchronize)
-        table.append((label, chosen, seconds, compare(expected, result)))
+        try:
+            seconds, result = timed(run, repeats, backend.synchronize)
+        except Exception as exc:  # one variant's failure is a row of the table, not the end of it
+            table.append({"label": label, "backend": chosen, "seconds": None, "comparison": None, "note": f"failed: {exc.__class__.__name__}: {exc}"[:300]})
+            return
+        comparison = compare(expected, result)
+        table.append({"label": label, "backend": chosen, "seconds": seconds, "comparison": comparison, "note": describe(comparison)})
 
     variant("NumPy (vectorized candidate, CPU backend)", "cpu", "haversine_vectorized")
-    problem = backend.gpu_problem("kernel")
+    problem = gpu_problem if gpu_problem is not None else backend.gpu_problem("kernel")
+    gpu_labels = ("CuPy (vectorized candidate, GPU backend)", "numba.cuda kernel (GPU backend)")
     if problem:
-        table.append(("CuPy (vectorized candidate, GPU backend)", "gpu", None, f"skipped: {problem}"))
-        table.append(("numba.cuda kernel (GPU backend)", "gpu", None, f"skipped: {problem}"))
+        table += [{"label": label, "backend": "gpu", "seconds": None, "comparison": None, "note": f"not run: {problem}"} for label in gpu_labels]
     else:
         cudf = importlib.util.find_spec("cudf") is not None
         variant(f"CuPy (vectorized candidate, GPU backend{', cuDF columns' if cudf else ', no cuDF: pandas columns copied'})", "gpu", "haversine_vectorized")
         variant("numba.cuda kernel (GPU backend)", "gpu", "haversine_kernel")
         if not cudf:
-            table.append(("cuDF columns", "gpu", None, "skipped: cudf-cu12 is not installed (the rows above copy pandas columns to the device)"))
-        table.append(("allocator", "gpu", None, str(backend.allocator())))
+            table.append({"label": "cuDF columns", "backend": "gpu", "seconds": None, "comparison": None,
+                          "note": "not run: cuDF is not installed (the rows above copy pandas columns to the device)"})
+    backend.activate("cpu")
+    return table
 
+
+def markdown(table: list[dict], rows: int) -> list[str]:
+    row_s = table[0]["seconds"]
+    lines = ["| variant | backend | seconds | Mrows/s | vs row UDF | result vs row UDF |", "|---|---|---:|---:|---:|---|"]
+    for entry in table:
+        seconds = entry["seconds"]
+        if seconds is None:
+            lines.append(f"| {entry['label']} | {entry['backend']} | - | - | - | {entry['note']} |")
+        else:
+            lines.append(f"| {entry['label']} | {entry['backend']} | {seconds:.3f} | {rows / seconds / 1e6:.1f} | {row_s / seconds:.1f}x | {entry['note']} |")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO))
+    started = time.perf_counter()
+    table = variants(args.rows, args.repeats)
     print(f"\nhaversine on {args.rows:,} rows; median of {args.repeats} after a warm-up (row UDF: one run); Arrow in, Arrow out")
     print(f"machine: {machine()}\n")
-    print("| variant | backend | seconds | Mrows/s | vs row UDF | result vs row UDF |")
-    print("|---|---|---:|---:|---:|---|")
-    for label, chosen, seconds, note in table:
-        if seconds is None:
-            print(f"| {label} | {chosen} | - | - | - | {note} |")
-        else:
-            print(f"| {label} | {chosen} | {seconds:.3f} | {args.rows / seconds / 1e6:.1f} | {row_s / seconds:.1f}x | {note} |")
+    print("\n".join(markdown(table, args.rows)))
     print(f"\n(total {time.perf_counter() - started:.0f} s)")
     return 0
 
