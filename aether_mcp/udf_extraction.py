@@ -2,10 +2,13 @@
 
 The source is parsed with `ast` and never imported or run. Recognised forms:
 `@udf`, `@udf(...)`, `@F.udf(...)`, `@pandas_udf(...)` on a function; `name = udf(fn, type)`
-(a function or a lambda); `spark.udf.register("name", fn, type)`; return types as DDL strings
-or `DataType()` expressions (directly or through a module constant). The extracted module holds
-the module-level imports, constants, helpers and classes the UDF uses, transitively, and nothing
-else; UDF decorators are dropped so the module is plain Python.
+(a function or a lambda); `spark.udf.register("name", fn, type)`, positional or by keyword;
+`name = make_udf(40.7, "x")`, a module-level factory that returns a UDF, called with literals
+(the factory travels without its UDF wrapper, and the job's call binds it); return types as DDL
+strings or `DataType()` expressions (directly or through a module constant). The extracted
+module holds the module-level imports (star imports included), constants, helpers and classes
+the UDF uses, transitively, and nothing else; UDF decorators are dropped so the module is plain
+Python. A name the job defines nowhere is kept as it is, so it raises where the job would.
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ class UdfDefinition:
     return_type_error: str | None = None
     use_arrow: bool | None = None
     enclosing: str | None = None
+    factory: ast.FunctionDef | None = None  # a UDF factory (`def make(a): return udf(...)`) the job calls with literals
+    factory_call: ast.Call | None = None  # that call: `make(40.7, -74.0)`
 
 
 @dataclass
@@ -76,6 +81,9 @@ class ExtractedUdf:
     arguments: list[UdfArgument]
     spark_conf: dict[str, str] = field(default_factory=dict)
     literal_arguments: dict[int, LiteralDomain] = field(default_factory=dict)
+    undefined_names: list[str] = field(default_factory=list)  # read by the UDF, defined nowhere in the job: NameError there as here
+    job_names: set[str] = field(default_factory=set)  # every name the job's module binds at module level
+    star_imports: list[str] = field(default_factory=list)  # the modules the job star-imports
 
 
 @dataclass
@@ -119,6 +127,7 @@ def find_udfs(tree: ast.Module) -> list[UdfDefinition]:
                 for m in merged
                 if found.function is not None
                 and m.function is found.function
+                and m.factory_call is found.factory_call
                 and m.kind == found.kind
                 and _same_type(m.return_type, found.return_type)
                 and m.use_arrow == found.use_arrow
@@ -146,7 +155,8 @@ def select_udf(udfs: list[UdfDefinition], wanted: str, shown_as: str) -> UdfDefi
         if not udfs:
             raise ToolError(
                 f"no Python UDFs found in {shown_as}. aether-mcp looks for @udf/@pandas_udf functions, "
-                "`name = udf(fn, type)` and `spark.udf.register(\"name\", fn, type)`."
+                "`name = udf(fn, type)`, `spark.udf.register(\"name\", fn, type)` and `name = factory(literals)` "
+                "where a module-level factory returns a UDF."
             )
         listing = ", ".join(f"{d.name} (line {d.line}, {d.form})" for d in udfs)
         raise ToolError(f"UDF {name!r} not found in {shown_as}. UDFs there: {listing}. Pass one of these names as udf.")
@@ -178,8 +188,12 @@ def extract_udf(text: str, tree: ast.Module, definition: UdfDefinition, shown_as
         seen.add(name)
         statements = index.bindings.get(name, [])
         if not statements:
-            if name not in vars(builtins) and not index.has_star_import:
-                unresolved.append(name)
+            if name not in vars(builtins):
+                if index.star_imports:
+                    # `from datetime import *` may provide it: every star import travels, as the job runs them
+                    needed_statements.update(index.star_imports)
+                else:
+                    unresolved.append(name)
             continue
         for position in statements:
             statement = index.statements[position]
@@ -190,12 +204,16 @@ def extract_udf(text: str, tree: ast.Module, definition: UdfDefinition, shown_as
                 needed_aliases.setdefault(position, set()).add(name)
                 continue
             queue.extend(sorted(_referenced_globals(index.code(position)) - seen))
-    if unresolved:
-        where = f" (the UDF is defined inside {definition.enclosing}(); names local to it are not visible once extracted)" if definition.enclosing else ""
+    local = sorted(name for name in unresolved if name in _enclosing_bindings(tree, definition))
+    if local:
         raise ToolError(
-            f"UDF {definition.name!r} uses names that {shown_as} does not define at module level: "
-            f"{', '.join(sorted(unresolved))}{where}. Move them to module level in the source and try again."
+            f"UDF {definition.name!r} uses names that {shown_as} does not define at module level: {', '.join(local)} "
+            f"(the UDF is defined inside {definition.enclosing}(); names local to it are not visible once extracted). "
+            "Move them to module level in the source and try again."
         )
+    # Names the job defines nowhere (Python 2's `unicode` in a branch a str never takes): the job
+    # raises NameError there too, so the extracted UDF keeps that behaviour.
+    undefined = sorted(unresolved)
     for position in sorted(needed_statements):
         code = index.code(position)
         if not isinstance(index.statements[position], (ast.Import, ast.ImportFrom)) and any(m in code for m in SPARK_STATE_MARKERS):
@@ -234,6 +252,9 @@ def extract_udf(text: str, tree: ast.Module, definition: UdfDefinition, shown_as
         arguments=arguments,
         spark_conf=find_spark_conf(tree),
         literal_arguments=literal_arguments(tree, definition, len(arguments)),
+        undefined_names=undefined,
+        job_names={name for name in index.bindings if name != "*"} | {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names},
+        star_imports=[index.statements[position].module or "" for position in sorted(index.star_imports)],
     )
 
 
@@ -336,6 +357,9 @@ class _UdfFinder(ast.NodeVisitor):
         value = node.value
         if isinstance(value, ast.Call) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             factory = _factory_kind(value.func)
+            made = self._udf_factory(value) if factory is None else None
+            if made is not None:
+                self._add_from_factory(node, node.targets[0].id, value, *made)
             if factory is not None:
                 keywords = {k.arg: k.value for k in value.keywords if k.arg}
                 target = node.targets[0].id
@@ -364,11 +388,9 @@ class _UdfFinder(ast.NodeVisitor):
             and func.attr == "register"
             and isinstance(func.value, ast.Attribute)
             and func.value.attr == "udf"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
+            and isinstance(_registered_name(node), str)
         ):
-            registered = node.args[0].value
+            registered = _registered_name(node)
             keywords = {k.arg: k.value for k in node.keywords if k.arg}
             fn_node = node.args[1] if len(node.args) > 1 else keywords.get("f")
             return_node = node.args[2] if len(node.args) > 2 else keywords.get("returnType")
@@ -383,6 +405,52 @@ class _UdfFinder(ast.NodeVisitor):
             else:
                 self._add_registered(node, registered, fn_node, return_node, keywords)
         self.generic_visit(node)
+
+    def _udf_factory(self, call: ast.Call) -> tuple[ast.FunctionDef, ast.Call, ast.FunctionDef | ast.Lambda | None] | None:
+        """(factory, the udf(...) call it returns, the function that call wraps) when `call` calls a module-level UDF factory."""
+        if not isinstance(call.func, ast.Name):
+            return None
+        factory = next((s for s in self.tree.body if isinstance(s, ast.FunctionDef) and s.name == call.func.id), None)
+        if factory is None:
+            return None
+        made = _returned_udf(factory)
+        if made is None:
+            return None
+        inner_call, wrapped = made
+        return factory, inner_call, wrapped
+
+    def _add_from_factory(self, node: ast.Assign, target: str, call: ast.Call, factory: ast.FunctionDef, inner_call: ast.Call, wrapped) -> None:
+        keywords = {k.arg: k.value for k in inner_call.keywords if k.arg}
+        kind = _factory_kind(inner_call.func) or "row"
+        if isinstance(wrapped, ast.FunctionDef) and wrapped.decorator_list and inner_call in wrapped.decorator_list:
+            return_node = inner_call.args[0] if inner_call.args else keywords.get("returnType")
+            extra_args = inner_call.args[1:]
+        else:
+            return_node = inner_call.args[1] if len(inner_call.args) > 1 else keywords.get("returnType")
+            extra_args = inner_call.args[2:]
+        problem = None
+        if wrapped is None:
+            problem = f"UDF factory {factory.name}() at line {factory.lineno} returns a UDF of something other than a lambda or a function defined in it; aether-mcp cannot extract it."
+        elif not all(_is_literal(argument) for argument in [*call.args, *(k.value for k in call.keywords)]) or any(k.arg is None for k in call.keywords):
+            problem = (
+                f"UDF {target!r} at line {node.lineno} comes from the factory {factory.name}() called with arguments that are not literals "
+                f"({ast.unparse(call)}). Only a factory called with literal arguments can be bound; pass literals, or write the UDF as a "
+                "module-level function."
+            )
+        self._add(
+            problem=problem,
+            name=target,
+            aliases=set(),
+            form=f"{target} = {factory.name}(...)",
+            kind=kind,
+            line=node.lineno,
+            function=wrapped,
+            function_name=target,
+            return_node=return_node,
+            keywords=keywords,
+            extra_args=extra_args,
+        )
+        self.found[-1].factory, self.found[-1].factory_call = factory, call
 
     def _add_registered(self, node: ast.Call, registered: str, fn_node, return_node, keywords) -> None:
         function, function_name, problem = self._resolve_function(fn_node, registered, node.lineno)
@@ -521,6 +589,68 @@ class _UnreadableType(ValueError):
         super().__init__(f"{shown!r} is not a literal Spark type")
 
 
+def _returned_udf(factory: ast.FunctionDef) -> tuple[ast.Call, ast.FunctionDef | ast.Lambda | None] | None:
+    """The UDF a factory returns: (the udf/pandas_udf call or decorator, the function it wraps), or None if it returns none."""
+    inner_defs = {n.name: n for n in factory.body if isinstance(n, ast.FunctionDef)}
+    assigned = {t.id: s.value for s in factory.body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)}
+    for statement in ast.walk(factory):
+        if not isinstance(statement, ast.Return) or statement.value is None:
+            continue
+        value = statement.value
+        if isinstance(value, ast.Name) and value.id in assigned:
+            value = assigned[value.id]
+        if isinstance(value, ast.Call) and _factory_kind(value.func) is not None:
+            wrapped = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "f"), None)
+            if isinstance(wrapped, ast.Name):
+                wrapped = inner_defs.get(wrapped.id)
+            return value, wrapped if isinstance(wrapped, (ast.Lambda, ast.FunctionDef)) else None
+        if isinstance(value, ast.Name) and value.id in inner_defs:
+            inner = inner_defs[value.id]
+            for decorator in inner.decorator_list:
+                if _factory_kind(decorator.func if isinstance(decorator, ast.Call) else decorator) is not None:
+                    call = decorator if isinstance(decorator, ast.Call) else ast.Call(func=decorator, args=[], keywords=[])
+                    return call, inner
+    return None
+
+
+def _unwrapped_factory(factory: ast.FunctionDef) -> ast.FunctionDef:
+    """The factory with each udf(...)/pandas_udf(...) wrapper replaced by the function it wraps, and UDF decorators dropped."""
+
+    class Unwrap(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            if _factory_kind(node.func) is not None:
+                wrapped = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "f"), None)
+                if wrapped is not None:
+                    return wrapped
+            return node
+
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+            node.decorator_list = [d for d in node.decorator_list if _factory_kind(d.func if isinstance(d, ast.Call) else d) is None]
+            self.generic_visit(node)
+            return node
+
+    clone = ast.parse(ast.unparse(factory)).body[0]
+    assert isinstance(clone, ast.FunctionDef)
+    clone.decorator_list = [d for d in clone.decorator_list if _factory_kind(d.func if isinstance(d, ast.Call) else d) is None]
+    clone.body = [Unwrap().visit(statement) for statement in clone.body]
+    return ast.fix_missing_locations(clone)
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _registered_name(node: ast.Call) -> str | None:
+    """The SQL name of `spark.udf.register("name", ...)` or `register(name="name", ...)`; None when it is not a literal."""
+    first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+    return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+
+
 def _factory_kind(node: ast.expr) -> str | None:
     name = _last_name(node)
     return UDF_FACTORIES.get(name or "")
@@ -564,6 +694,10 @@ def _same_type(a: T.DataType | None, b: T.DataType | None) -> bool:
 
 
 def _function_code(definition: UdfDefinition, lines: list[str]) -> str:
+    if definition.factory is not None and definition.factory_call is not None:
+        # The factory as plain Python (its UDF wrapper removed), then the job's own call of it: the closure is the UDF.
+        plain = _unwrapped_factory(definition.factory)
+        return f"{ast.unparse(plain)}\n\n\n{definition.function_name} = {ast.unparse(definition.factory_call)}"
     function = definition.function
     if isinstance(function, ast.Lambda):
         stub = ast.parse(f"def {definition.function_name}(): pass").body[0]
@@ -622,14 +756,14 @@ class _ModuleIndex:
         self.lines = lines
         self.statements: list[ast.stmt] = [s for s in tree.body if not _is_main_guard(s)]
         self.bindings: dict[str, list[int]] = {}
-        self.has_star_import = False
+        self.star_imports: set[int] = set()  # positions of `from module import *`
         for position, statement in enumerate(self.statements):
             for name in self._bound_names(statement):
                 self.bindings.setdefault(name, []).append(position)
 
     def function_position(self, definition: UdfDefinition) -> int | None:
         for position, statement in enumerate(self.statements):
-            if statement is definition.function:
+            if statement is (definition.factory or definition.function):
                 return position
         return None
 
@@ -650,7 +784,7 @@ class _ModuleIndex:
         if isinstance(statement, ast.ImportFrom):
             for alias in statement.names:
                 if alias.name == "*":
-                    self.has_star_import = True
+                    self.star_imports.add(self.statements.index(statement))
                     names.add("*")
                 else:
                     names.add(alias.asname or alias.name)
@@ -679,6 +813,25 @@ class _ModuleIndex:
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 names |= {a.asname or a.name.split(".")[0] for a in node.names}
         return names
+
+
+def _enclosing_bindings(tree: ast.Module, definition: UdfDefinition) -> set[str]:
+    """Names bound anywhere inside the function that encloses the UDF (none for a module-level UDF)."""
+    if not definition.enclosing:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == definition.enclosing:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Name) and isinstance(inner.ctx, (ast.Store, ast.Del)):
+                    names.add(inner.id)
+                elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and inner is not node:
+                    names.add(inner.name)
+                elif isinstance(inner, ast.arg):
+                    names.add(inner.arg)
+                elif isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    names |= {a.asname or a.name.split(".")[0] for a in inner.names}
+    return names
 
 
 def _walk_same_scope(statement: ast.stmt):
