@@ -105,15 +105,17 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         annotations=_annotations(read_only=False),
         description=(
             "Constraints: `source` must be a Python file inside the server root; it is parsed, never run. "
-            "`udf` names one UDF in it (@udf/@pandas_udf function, `name = udf(fn, type)`, or a "
-            "spark.udf.register name; `name:LINE` picks one of several). Argument Spark types come from type "
+            "`udf` names one UDF in it (@udf/@pandas_udf function, `name = udf(fn, type)`, a "
+            "spark.udf.register name, or `name = factory(literals)`; `name:LINE` picks one of several). Argument Spark types come from type "
             "hints or `arg_types` ({\"amount\": \"double\"}); without either the call is refused. An argument the "
             "job passes as a literal at every call (`F.lit(7)`) is recorded with those values, and generated rows use "
             "just them; `whole_domain` names arguments to draw over their whole type instead. `workspace` "
             "(default aether_workspaces/<udf>) must be new or empty.\n"
             "Extracts the UDF with exactly the imports, constants and helpers it uses into original/udf.py "
             "(protected), freezes aether.toml (UDF contract, Spark confs from the job), adds tests/ and "
-            "candidate/ templates, and takes snapshot 0. Returns the workspace path and the UDF's signature."
+            "candidate/ templates, and takes snapshot 0. Before that it runs the extracted UDF on 200 generated rows "
+            "in a child: a failing import or a name the job defines but the extraction lost is refused, nothing created. "
+            "Returns the workspace path, the UDF's signature and `notes` (names the job defines nowhere, types from hints)."
         ),
     )
     def init_workspace(

@@ -37,6 +37,8 @@ WIDENED = "widened by init_workspace(whole_domain=...): drawn over its whole typ
 class Derived:
     config: WorkspaceConfig
     module_source: str
+    extracted: udf_extraction.ExtractedUdf | None = None
+    source_path: Path | None = None
 
 
 @dataclass
@@ -88,7 +90,7 @@ def derive(
         backend=BackendConfig(use=backend),  # type: ignore[arg-type]
     )
     config.spark.conf = {**DEFAULT_SPARK_CONF, **extracted.spark_conf}
-    return Derived(config, extracted.module_source)
+    return Derived(config, extracted.module_source, extracted, source_path)
 
 
 def rederive(root: SandboxRoot, workspace: Path, config: WorkspaceConfig) -> Rederivation:

@@ -14,7 +14,7 @@ import tomli_w
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import deviations, snapshot_store, test_freeze, workspace_derivation
+from aether_mcp import deviations, extraction_check, snapshot_store, test_freeze, workspace_derivation
 from aether_mcp.backend import BACKENDS
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import spec_strength
@@ -62,6 +62,7 @@ class InitWorkspaceResult(BaseModel):
     spark_conf: dict[str, str]
     files: list[str]
     snapshot_id: int
+    notes: list[str] = Field(default_factory=list, description="what the extraction kept that the job itself leaves undefined, and similar facts to know before writing cases")
     next_steps: list[str]
 
 
@@ -101,6 +102,8 @@ def init_workspace(
         _write_workspace(target, config, derived.module_source)
         opened = Workspace(root, target)
         opened.record_protected()
+        notes = extraction_check.check(opened, derived.extracted, derived.source_path, config.udf.source) if derived.extracted is not None else []
+        notes += _hint_notes(config)
         with opened.lock():
             snapshot = snapshot_store.take(opened, "init: empty tests, no candidates")
     except BaseException:
@@ -119,6 +122,7 @@ def init_workspace(
         spark_conf=config.spark.conf,
         files=files,
         snapshot_id=snapshot.snapshot_id,
+        notes=notes,
         next_steps=[
             "read original/udf.py (read_file) to see the UDF exactly as extracted",
             "write behaviour cases into tests/cases.py (write_file)",
@@ -434,6 +438,19 @@ def _gates(intact: bool, test_files: list[str], cases: int | None, original_run:
             )
         )
     return gates
+
+
+def _hint_notes(config: WorkspaceConfig) -> list[str]:
+    """Types read from Python hints are a guess: Spark ignores hints and feeds the UDF whatever column the job passes."""
+    hinted = [a for a in config.udf.args if a.type_from == "hint"]
+    if not hinted:
+        return []
+    listed = ", ".join(f"{a.name} ({a.type})" for a in hinted)
+    example = ", ".join(f'"{a.name}": "{a.type}"' for a in hinted)
+    return [
+        f"argument types from Python hints: {listed}. Spark ignores hints; the job's column types rule (a float hint on a bigint "
+        f"column gives the UDF ints). If a column has another type, init_workspace again with arg_types={{{example}}} corrected."
+    ]
 
 
 def _udf_info(config: WorkspaceConfig) -> UdfInfo:

@@ -1,0 +1,96 @@
+"""After extracting, init_workspace runs the original once: what the extraction lost is refused, never recorded as behaviour.
+
+The extracted original/udf.py is loaded and called on a few generated rows in a child process
+(aether_mcp.confined.original_check); the server runs no job code itself. Two failures there are
+the extraction's, not the UDF's:
+- an import that fails: a local module beside the job that is not carried into the workspace,
+  or a library this Python does not have. The job cannot run here either way, and record_cases
+  would fail with an error the agent cannot fix, since original/ is protected;
+- a NameError naming something the job's module defines (or star-imports): the extraction
+  dropped it, and every case recorded would pin a NameError the job never raises.
+A NameError for a name the job defines nowhere (Python 2's `unicode` in a branch a str never
+takes) is the job's own behaviour: the extraction keeps it and init_workspace says so.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from mcp.server.mcpserver.exceptions import ToolError
+
+from aether_mcp import bench_data
+from aether_mcp.backend import CPU
+from aether_mcp.processes import confined_child
+from aether_mcp.udf_extraction import ExtractedUdf
+from aether_mcp.workspace import ORIGINAL_MODULE, Workspace
+
+CHECK_ROWS = 200
+CHECK_TIMEOUT_S = 120
+
+
+def check(opened: Workspace, extracted: ExtractedUdf, source_path: Path, shown: str) -> list[str]:
+    """Notes for init_workspace's result; a ToolError (nothing is created) when the extraction lost something."""
+    data = bench_data.generate(opened, CHECK_ROWS)
+    folder = opened.state_dir / "init_check"
+    folder.mkdir(parents=True, exist_ok=True)
+    request = {
+        "config": opened.config.model_dump(mode="json"),
+        "original": {"source": opened.verified_original(), "filename": str(opened.path / ORIGINAL_MODULE)},
+        "data": data.path,
+        "star_imports": extracted.star_imports,
+    }
+    child = confined_child.run(
+        opened, "aether_mcp.confined.original_check", request, folder=folder, result_name="original_check.json",
+        timeout_s=CHECK_TIMEOUT_S, cancel=None, read=[data.path], env_extra=CPU.env(), log_name="original_check.log",
+    )
+    raw = child.raw
+    if raw is None:
+        raise ToolError(
+            f"the extracted UDF could not be loaded and run to check the extraction (exit {child.ended.returncode}): "
+            f"{child.ended.tail[-600:]}; nothing was created."
+        )
+    name = extracted.definition.name
+    missing_module = raw.get("missing_module") or next(iter(raw.get("import_errors") or {}), None)
+    if missing_module:
+        raise ToolError(_import_problem(name, missing_module, source_path, shown, raw.get("load_error")))
+    raised = raw.get("name_errors") or {}
+    provided = raw.get("star_provided") or {}
+    lost = sorted(n for n in {raw.get("missing_name"), *raised} if n and (n in extracted.job_names or provided.get(n)))
+    if lost:
+        where = raw.get("load_error") or f"NameError on {sum(raised.get(n, 0) for n in lost)} of {raw.get('rows', CHECK_ROWS)} generated rows"
+        origins = [f"{n} (from {provided[n]} import *)" if provided.get(n) else n for n in lost]
+        raise ToolError(
+            f"the extracted UDF {name!r} lost {', '.join(origins)}, which {shown} defines: {where}. "
+            "The reference would raise where the job does not, so nothing was created. This is an extraction bug in aether-mcp; "
+            "until it is fixed, define the name in plain module-level code of the job's file (an assignment, def or import) and try again."
+        )
+    notes = []
+    undefined = sorted({*extracted.undefined_names, *(n for n in raised if n not in extracted.job_names)})
+    if undefined:
+        hit = [f"{n} on {raised[n]} of {raw.get('rows', CHECK_ROWS)} generated rows" for n in undefined if n in raised]
+        notes.append(
+            f"{shown} defines {', '.join(undefined)} nowhere (e.g. a Python 2 name in a branch the declared types never take); the extracted "
+            f"UDF keeps them, so a row that reaches them raises NameError exactly as the job would"
+            + (f" (seen here: {'; '.join(hit)})" if hit else "")
+        )
+    return notes
+
+
+def _import_problem(name: str, module: str, source_path: Path, shown: str, load_error: str | None) -> str:
+    top = module.split(".")[0]
+    local = [p for p in (source_path.parent / f"{top}.py", source_path.parent / top) if p.exists()]
+    if local:
+        return (
+            f"UDF {name!r} imports the local module {module!r} ({local[0].name} beside {shown}), which init_workspace does not carry into "
+            "the workspace yet, so the reference could not run; nothing was created. Copy what the UDF uses from it into the job's file "
+            "(or point source at a file that holds it) and try again."
+        )
+    installed = importlib.util.find_spec(top) is not None
+    detail = f" ({load_error})" if load_error else ""
+    if installed:
+        return f"UDF {name!r} failed to import {module!r} although it is installed{detail}; fix the import in {shown} and try again. Nothing was created."
+    return (
+        f"UDF {name!r} needs the module {module!r}, which is not installed in the server's Python{detail}: install it (pip install {top}) "
+        "where aether-mcp runs and try again. Nothing was created."
+    )

@@ -1,0 +1,257 @@
+"""UDFs in the shapes real jobs write them: star imports, names a job leaves undefined, local modules, keyword registration.
+
+Each job below is written for these tests in a shape public PySpark jobs use. What matters is
+what init_workspace does with it: extract it so the reference computes what the job computes,
+or refuse at once with a reason that says what to do, and never record an extraction's
+mistake as the UDF's behaviour.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import textwrap
+from pathlib import Path
+
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+
+from aether_mcp import udf_extraction
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.tools import case_recording, files, workspaces
+from aether_mcp.tools.byte_compare import byte_compare
+from aether_mcp.tools.test_runs import run_tests
+
+STAR_JOB = '''
+"""Distance from the origin, with math star-imported as older jobs do."""
+from math import *
+
+from pyspark.sql import functions as F
+from pyspark.sql.functions import udf
+
+
+@udf("double")
+def norm(x: float, y: float) -> float:
+    if x is None or y is None:
+        return None
+    return sqrt(x * x + y * y)
+
+
+def main(spark, path):
+    spark.read.parquet(path).withColumn("r", norm(F.col("x"), F.col("y"))).show()
+'''
+
+NORM_SQL = '''
+from pyspark.sql import functions as F
+
+TARGET = "sql"
+
+
+def build(x, y):
+    x, y = (F.col(c) if isinstance(c, str) else c for c in (x, y))
+    return F.sqrt(x * x + y * y)
+'''
+
+LEGACY_JOB = '''
+from pyspark.sql.functions import udf
+
+
+@udf("string")
+def shout(s: str) -> str:
+    if isinstance(s, str):
+        return s.upper()
+    return unicode(s).upper()  # Python 2: never reached for a string column, except by null
+'''
+
+LOCAL_MODULE_JOB = '''
+from pyspark.sql.functions import udf
+
+from patterns import SALARY_RE
+
+
+@udf("string")
+def strip_salary(text: str) -> str:
+    return None if text is None else SALARY_RE.sub("", text)
+'''
+
+GLOBAL_SET_JOB = '''
+from pyspark.sql.functions import udf
+
+
+def configure():
+    global RATE
+    RATE = 0.2
+
+
+configure()
+
+
+@udf("double")
+def taxed(amount: float) -> float:
+    return None if amount is None else amount * (1 + RATE)
+'''
+
+KEYWORD_REGISTER_JOB = '''
+import datetime
+
+from pyspark.sql import SparkSession
+
+
+def parse_date(text):
+    if text is None:
+        return None
+    return datetime.datetime.strptime(text, "%d/%m/%Y").date()
+
+
+def main():
+    spark = SparkSession.builder.getOrCreate()
+    spark.udf.register(name="custom_to_date", f=parse_date, returnType="date")
+    spark.sql("SELECT custom_to_date(d) FROM events").show()
+'''
+
+
+FACTORY_JOB = '''
+"""Distances from a depot, the depot fixed when the UDF is made."""
+import math
+
+from pyspark.sql import functions as F
+from pyspark.sql.functions import udf
+from pyspark.sql.types import DoubleType
+
+EARTH_RADIUS_KM = 6371.0
+
+
+def make_distance_udf(lat, lon):
+    phi = math.radians(lat)
+    return udf(
+        lambda a, b: None if a is None or b is None else EARTH_RADIUS_KM * math.hypot(math.radians(a) - phi, math.radians(b - lon)),
+        DoubleType(),
+    )
+
+
+def make_label_udf(prefix):
+    @udf("string")
+    def label(code):
+        return None if code is None else f"{prefix}-{code.strip().upper()}"
+
+    return label
+
+
+def main(spark, stores, region):
+    from_depot = make_distance_udf(40.7, -74.0)
+    store_label = make_label_udf(prefix="store")
+    region_label = make_label_udf(region)
+    stores.select(from_depot(F.col("lat"), F.col("lon")), store_label("code"), region_label("code")).show()
+'''
+
+
+def _root(tmp_path: Path, **sources: str) -> SandboxRoot:
+    for name, text in sources.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
+    return SandboxRoot(tmp_path)
+
+
+def _extract(tmp_path: Path, source: str, name: str) -> udf_extraction.ExtractedUdf:
+    path = tmp_path / "extract_me.py"
+    path.write_text(textwrap.dedent(source))
+    text, tree = udf_extraction.read_source(path, "extract_me.py")
+    return udf_extraction.extract_udf(text, tree, udf_extraction.select_udf(udf_extraction.find_udfs(tree), name, "extract_me.py"), "extract_me.py")
+
+
+def test_star_imports_travel_with_the_udf_that_needs_them(tmp_path):
+    extracted = _extract(tmp_path, STAR_JOB, "norm")
+    assert "from math import *" in extracted.module_source and extracted.undefined_names == []
+    namespace: dict = {}
+    exec(compile(extracted.module_source, "udf.py", "exec"), namespace)
+    assert namespace["norm"](3.0, 4.0) == 5.0
+
+
+@pytest.mark.slow
+def test_a_star_imported_udf_is_recorded_and_compared_as_the_job_computes_it(tmp_path, workers):
+    root = _root(tmp_path, **{"job.py": STAR_JOB})
+    created = workspaces.init_workspace(root, "job.py", "norm")
+    ws = created.workspace
+    # the types came from the hints, which Spark ignores: the result says so and how to correct them
+    assert created.notes == [
+        'argument types from Python hints: x (double), y (double). Spark ignores hints; the job\'s column types rule (a float hint on a '
+        'bigint column gives the UDF ints). If a column has another type, init_workspace again with arg_types={"x": "double", "y": "double"} corrected.'
+    ]
+    recorded = case_recording.record_cases(root, workers, ws, [[3.0, 4.0], [None, 1.0], ["NaN", 0.0]], why="a 3-4-5 triangle, null, NaN")
+    assert [case.raises for case in recorded.recorded] == [None, None, None]  # not a NameError pinned as behaviour
+    assert recorded.recorded[0].expected == "5.0" and recorded.recorded[1].expected == "None"
+    tested = run_tests(root, workers, ws, "original")
+    assert tested.failed == 0 and tested.passed >= 1
+    files.write_file(root, ws, "candidate/norm_sql.py", textwrap.dedent(NORM_SQL))
+    compared = byte_compare(root, workers, ws, "norm_sql", hidden_rows=1500)
+    assert compared.equal, compared.mismatches[:3]
+    assert compared.evidence.hidden_rows_compared >= 1000 and compared.evidence.hidden_rows_original_raised == 0
+
+
+@pytest.mark.slow
+def test_a_name_the_job_defines_nowhere_is_kept_and_raises_where_the_job_would(tmp_path, workers):
+    root = _root(tmp_path, **{"job.py": LEGACY_JOB})
+    created = workspaces.init_workspace(root, "job.py", "shout")
+    [undefined] = [note for note in created.notes if "Python hints" not in note]
+    assert "defines unicode nowhere" in undefined and "exactly as the job would" in undefined
+    recorded = case_recording.record_cases(root, workers, created.workspace, [["abc"], [None]], why="a string, and null, which reaches unicode")
+    assert recorded.recorded[0].expected == "'ABC'"
+    assert recorded.recorded[1].raises is not None and "unicode" in recorded.recorded[1].raises
+
+
+def test_a_local_module_the_udf_imports_is_refused_at_init_naming_it(tmp_path):
+    root = _root(tmp_path, **{"job.py": LOCAL_MODULE_JOB, "patterns.py": "import re\nSALARY_RE = re.compile(r'[$,]')\n"})
+    with pytest.raises(ToolError, match=r"imports the local module 'patterns' \(patterns.py beside job.py\).*nothing was created.*Copy what the UDF uses"):
+        workspaces.init_workspace(root, "job.py", "strip_salary")
+    assert not (tmp_path / "aether_workspaces").exists() or not any((tmp_path / "aether_workspaces").iterdir())
+
+
+def test_a_library_that_is_not_installed_is_refused_at_init_saying_what_to_install(tmp_path):
+    job = LOCAL_MODULE_JOB.replace("from patterns import SALARY_RE", "from salary_patterns_nowhere import SALARY_RE")
+    root = _root(tmp_path, **{"job.py": job})
+    with pytest.raises(ToolError, match=r"needs the module 'salary_patterns_nowhere', which is not installed.*pip install salary_patterns_nowhere"):
+        workspaces.init_workspace(root, "job.py", "strip_salary")
+
+
+def test_a_name_the_job_defines_but_the_extraction_lost_is_refused_never_recorded(tmp_path):
+    # RATE is bound by `global` inside configure(), which the extraction does not carry: every row would raise NameError
+    root = _root(tmp_path, **{"job.py": GLOBAL_SET_JOB})
+    with pytest.raises(ToolError, match=r"lost RATE, which job.py defines: NameError on \d+ of 200 generated rows.*extraction bug"):
+        workspaces.init_workspace(root, "job.py", "taxed")
+    assert not (tmp_path / "aether_workspaces" / "taxed").exists()
+
+
+def test_keyword_registration_is_found_by_its_sql_name(tmp_path):
+    extracted = _extract(tmp_path, KEYWORD_REGISTER_JOB, "custom_to_date")
+    definition = extracted.definition
+    assert (definition.name, definition.function_name, definition.form) == ("custom_to_date", "parse_date", "spark.udf.register")
+    assert definition.return_type.simpleString() == "date"
+    assert "import datetime" in extracted.module_source and "def parse_date" in extracted.module_source
+
+
+@pytest.mark.parametrize(
+    "udf, arguments, expected",
+    [("from_depot", (40.7, -73.0), 6371.0 * math.hypot(math.radians(40.7) - math.radians(40.7), math.radians(-73.0 - -74.0))), ("store_label", (" ab ",), "store-AB")],
+)
+def test_a_factory_called_with_literals_is_bound_to_them(tmp_path, udf, arguments, expected):
+    extracted = _extract(tmp_path, FACTORY_JOB, udf)
+    source = extracted.module_source
+    calls = {ast.unparse(node.func) for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)}
+    assert not calls & {"udf", "F.udf", "pandas_udf"} and "@udf" not in source  # plain Python: the wrapper is gone
+    assert f"{udf} = make_" in source and "region" not in source  # the job's own call binds the literals; main() stays behind
+    namespace: dict = {}
+    exec(compile(source, "udf.py", "exec"), namespace)
+    assert namespace[udf](*arguments) == expected  # the same operations in the same order: the same bits
+
+
+def test_a_factory_called_with_anything_but_literals_is_refused_saying_why(tmp_path):
+    with pytest.raises(ToolError, match=r"comes from the factory make_label_udf\(\) called with arguments that are not literals \(make_label_udf\(region\)\)"):
+        _extract(tmp_path, FACTORY_JOB, "region_label")
+
+
+@pytest.mark.slow
+def test_a_factory_made_udf_goes_through_init_and_record_cases(tmp_path, workers):
+    root = _root(tmp_path, **{"job.py": FACTORY_JOB})
+    created = workspaces.init_workspace(root, "job.py", "from_depot", arg_types={"a": "double", "b": "double"})
+    assert created.udf.form == "from_depot = make_distance_udf(...)" and created.udf.function == "from_depot"
+    recorded = case_recording.record_cases(root, workers, created.workspace, [[40.7, -74.0], [None, 1.0]], why="the depot itself, and null")
+    assert [(case.expected, case.raises) for case in recorded.recorded] == [("0.0", None), ("None", None)]
