@@ -1,7 +1,8 @@
 """After extracting, init_workspace runs the original once: what the extraction lost is refused, never recorded as behaviour.
 
-The extracted original/udf.py is loaded and called on a few generated rows in a child process
-(aether_mcp.confined.original_check); the server runs no job code itself. Two failures there are
+The extracted original/udf.py is loaded and called on 200 generated rows (the hidden-row
+generator's, every supported type) in a child process (aether_mcp.confined.original_check); the
+server runs no job code itself. Two failures there are
 the extraction's, not the UDF's:
 - an import that fails: a local module beside the job that is not carried into the workspace,
   or a library this Python does not have. The job cannot run here either way, and record_cases
@@ -14,42 +15,65 @@ takes) is the job's own behaviour: the extraction keeps it and init_workspace sa
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 from pathlib import Path
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp import bench_data
 from aether_mcp.backend import CPU
+from aether_mcp.judge.hidden_inputs import hidden_rows
+from aether_mcp.judge.mined_values import mine
 from aether_mcp.processes import confined_child
 from aether_mcp.udf_extraction import ExtractedUdf
+from aether_mcp.wire import value_codec
 from aether_mcp.workspace import ORIGINAL_MODULE, Workspace
 
 CHECK_ROWS = 200
+CHECK_SEED = 20_261_201
 CHECK_TIMEOUT_S = 120
+# What the child found for an extraction that passed, per extracted source and contract, for this
+# server process: the same extraction checked again would run the same code on the same rows.
+_CHECKED: dict[str, dict[str, Any]] = {}
 
 
 def check(opened: Workspace, extracted: ExtractedUdf, source_path: Path, shown: str) -> list[str]:
     """Notes for init_workspace's result; a ToolError (nothing is created) when the extraction lost something."""
-    data = bench_data.generate(opened, CHECK_ROWS)
+    source = opened.verified_original()
+    key = hashlib.sha256(json.dumps([source, opened.config.udf.model_dump(mode="json"), extracted.star_imports], sort_keys=True).encode()).hexdigest()
+    raw = _CHECKED.get(key) or _run(opened, extracted, source)
+    notes = _judge(raw, extracted, source_path, shown)  # a refusal is not kept: the job's folder or the environment may change
+    _CHECKED[key] = raw
+    return notes
+
+
+def _run(opened: Workspace, extracted: ExtractedUdf, source: str) -> dict[str, Any]:
+    config = opened.config
+    rows = hidden_rows(config, mine(source), CHECK_ROWS, CHECK_SEED)
     folder = opened.state_dir / "init_check"
     folder.mkdir(parents=True, exist_ok=True)
     request = {
-        "config": opened.config.model_dump(mode="json"),
-        "original": {"source": opened.verified_original(), "filename": str(opened.path / ORIGINAL_MODULE)},
-        "data": data.path,
+        "original": {"source": source, "filename": str(opened.path / ORIGINAL_MODULE)},
+        "function": config.udf.function,
+        "kind": config.udf.kind,
+        "rows": value_codec.dumps(rows),
         "star_imports": extracted.star_imports,
     }
     child = confined_child.run(
         opened, "aether_mcp.confined.original_check", request, folder=folder, result_name="original_check.json",
-        timeout_s=CHECK_TIMEOUT_S, cancel=None, read=[data.path], env_extra=CPU.env(), log_name="original_check.log",
+        timeout_s=CHECK_TIMEOUT_S, cancel=None, read=[], env_extra=CPU.env(), log_name="original_check.log",
     )
-    raw = child.raw
-    if raw is None:
+    if child.raw is None:
         raise ToolError(
             f"the extracted UDF could not be loaded and run to check the extraction (exit {child.ended.returncode}): "
             f"{child.ended.tail[-600:]}; nothing was created."
         )
+    return child.raw
+
+
+def _judge(raw: dict[str, Any], extracted: ExtractedUdf, source_path: Path, shown: str) -> list[str]:
     name = extracted.definition.name
     missing_module = raw.get("missing_module") or next(iter(raw.get("import_errors") or {}), None)
     if missing_module:

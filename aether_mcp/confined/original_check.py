@@ -4,14 +4,17 @@ init_workspace's proof that the extraction kept what the UDF needs. The module i
 the verified bytes of original/udf.py and the function called on each generated row (a pandas
 UDF on whole Series), as plain Python. What comes back is only what an extraction can break: an
 import that fails, and the names a NameError named, with how many rows raised it and which of
-the job's star-imported modules (if any) would have provided each. Every other
-exception is the UDF's own behaviour and is counted, not judged.
+the job's star-imported modules (if any) would have provided each. Every other exception is the
+UDF's own behaviour and is counted, not judged.
+
+Kept light on purpose (no Spark, pandas only for a pandas UDF): it runs at every init_workspace.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import types
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,18 +27,19 @@ def main(argv: list[str]) -> int:
 
 
 def check(request: dict[str, Any]) -> dict[str, Any]:
-    import pyarrow.parquet as pq
+    from aether_mcp.wire import value_codec
 
-    from aether_mcp.evaluation.target_evaluation import TargetError
-    from aether_mcp.reference.original import original_function
-    from aether_mcp.workspace import WorkspaceConfig
-
-    config = WorkspaceConfig.model_validate(request["config"])
+    module = types.ModuleType("aether_original_check")
+    module.__file__ = request["original"]["filename"]
+    sys.modules[module.__name__] = module
     try:
-        function = original_function(config, request["original"]["source"], request["original"]["filename"])
-    except TargetError as exc:
-        return {"load_error": str(exc), **_cause(exc.__cause__)}
-    table = pq.read_table(request["data"])
+        exec(compile(request["original"]["source"], module.__file__, "exec", dont_inherit=True), module.__dict__)
+    except Exception as exc:
+        return {"load_error": f"{exc.__class__.__name__}: {exc}", **_cause(exc)}
+    function = getattr(module, request["function"], None)
+    if not callable(function):
+        return {"load_error": f"original/udf.py does not define {request['function']}()"}
+    rows = value_codec.loads(request["rows"])
     names: Counter[str] = Counter()
     modules: Counter[str] = Counter()
     other: Counter[str] = Counter()
@@ -50,15 +54,25 @@ def check(request: dict[str, Any]) -> dict[str, Any]:
         except Exception as exc:  # the UDF's own behaviour on a generated row
             other[exc.__class__.__name__] += 1
 
-    if config.udf.kind == "pandas":
-        call(*[column.to_pandas() for column in table.columns])
+    if request["kind"] == "pandas":
+        import pandas as pd
+
+        call(*[pd.Series(list(column)) for column in zip(*rows)] if rows else [])
     else:
-        for row in zip(*[column.to_pylist() for column in table.columns]):
+        for row in rows:
             call(*row)
     return {
-        "rows": table.num_rows, "name_errors": dict(names), "import_errors": dict(modules), "other_errors": dict(other),
+        "rows": len(rows), "name_errors": dict(names), "import_errors": dict(modules), "other_errors": dict(other),
         "star_provided": {name: _star_provider(name, request.get("star_imports") or []) for name in names},
     }
+
+
+def _cause(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, ImportError):
+        return {"missing_module": exc.name}
+    if isinstance(exc, NameError):
+        return {"missing_name": exc.name}
+    return {}
 
 
 def _star_provider(name: str, modules: list[str]) -> str | None:
@@ -74,14 +88,6 @@ def _star_provider(name: str, modules: list[str]) -> str | None:
         if (name in exported) if exported is not None else (hasattr(imported, name) and not name.startswith("_")):
             return module
     return None
-
-
-def _cause(cause: BaseException | None) -> dict[str, Any]:
-    if isinstance(cause, ImportError):
-        return {"missing_module": cause.name}
-    if isinstance(cause, NameError):
-        return {"missing_name": cause.name}
-    return {}
 
 
 if __name__ == "__main__":
