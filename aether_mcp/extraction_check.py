@@ -89,6 +89,12 @@ def _judge(raw: dict[str, Any], extracted: ExtractedUdf, source_path: Path, show
             "The reference would raise where the job does not, so nothing was created. This is an extraction bug in aether-mcp; "
             "until it is fixed, define the name in plain module-level code of the job's file (an assignment, def or import) and try again."
         )
+    if raw.get("load_error"):
+        raise ToolError(
+            f"the module extracted for UDF {name!r} fails to load ({raw['load_error']}), so nothing could be recorded against it; "
+            f"nothing was created. If {shown} itself imports without this error, the extraction is at fault: define what the UDF "
+            "needs in plain module-level code of the job's file and try again."
+        )
     notes = []
     undefined = sorted({*extracted.undefined_names, *(n for n in raised if n not in extracted.job_names)})
     if undefined:

@@ -255,3 +255,19 @@ def test_a_factory_made_udf_goes_through_init_and_record_cases(tmp_path, workers
     assert created.udf.form == "from_depot = make_distance_udf(...)" and created.udf.function == "from_depot"
     recorded = case_recording.record_cases(root, workers, created.workspace, [[40.7, -74.0], [None, 1.0]], why="the depot itself, and null")
     assert [(case.expected, case.raises) for case in recorded.recorded] == [("0.0", None), ("None", None)]
+
+
+def test_an_extracted_module_that_fails_to_load_is_refused_with_the_error(tmp_path):
+    job = '''
+from pyspark.sql.functions import udf
+
+BASE = load_base_rate()  # defined nowhere: the job's own module fails at import too
+
+
+@udf("double")
+def rated(amount: float) -> float:
+    return None if amount is None else amount * BASE
+'''
+    root = _root(tmp_path, **{"job.py": job})
+    with pytest.raises(ToolError, match=r"the module extracted for UDF 'rated' fails to load \(NameError: name 'load_base_rate' is not defined\).*nothing was created"):
+        workspaces.init_workspace(root, "job.py", "rated")
