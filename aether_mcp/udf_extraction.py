@@ -449,8 +449,8 @@ class _UdfFinder(ast.NodeVisitor):
             return_node=return_node,
             keywords=keywords,
             extra_args=extra_args,
+            factory=(factory, call),
         )
-        self.found[-1].factory, self.found[-1].factory_call = factory, call
 
     def _add_registered(self, node: ast.Call, registered: str, fn_node, return_node, keywords) -> None:
         function, function_name, problem = self._resolve_function(fn_node, registered, node.lineno)
@@ -491,7 +491,7 @@ class _UdfFinder(ast.NodeVisitor):
             "function or a lambda; wrap methods and partials in a plain module-level function."
         )
 
-    def _add(self, *, name, aliases, form, kind, line, function, function_name, return_node, keywords, extra_args, problem=None) -> None:
+    def _add(self, *, name, aliases, form, kind, line, function, function_name, return_node, keywords, extra_args, problem=None, factory=(None, None)) -> None:
         return_type, error = None, problem
         if error is None and kind == "pandas":
             function_type = keywords.get("functionType") or (extra_args[0] if extra_args else None)
@@ -523,6 +523,8 @@ class _UdfFinder(ast.NodeVisitor):
                 return_type_error=error,
                 use_arrow=self._use_arrow(kind, form, keywords, line),
                 enclosing=getattr(self.enclosing[-1], "name", None) if self.enclosing else None,
+                factory=factory[0],
+                factory_call=factory[1],
             )
         )
 

@@ -215,6 +215,8 @@ def test_the_recorder_probes_the_device_first_inside_the_recording_and_exports_w
     assert calls == ["profile(CUDA)", "start", "probe", "candidate", "stop", "export"]
     assert recorder["recorder"] == "CUPTI through torch.profiler (torch 2.11.0+cu130, Kineto)" and recorder["trace"] == str(trace)
     assert device_counters.parse_kineto_trace(trace).kernel_launches == 2
+    # the digest the server checks the copied trace against, taken right after the export
+    assert recorder["trace_sha256"] == __import__("hashlib").sha256(trace.read_bytes()).hexdigest()
 
 
 def test_a_torch_that_cannot_profile_cuda_is_refused_before_the_candidate_runs(tmp_path, monkeypatch):
@@ -294,3 +296,35 @@ def test_without_dry_run_a_failing_first_cuda_call_fails_the_check_instead_of_pa
     summary = json.loads(ended.stdout.split("JSON summary:\n", 1)[1])
     assert summary["passed"] is False and summary["parts"]["first_cuda_call"]["status"] == "failed"
     assert "first CUDA call" in summary["parts"]["first_cuda_call"]["error"]
+
+
+FORGER = '''
+
+class _Forger:
+    """Left alive at module level: its finalizer runs when the device-check process shuts down, after the recorder exported."""
+
+    def __del__(self, open=open):  # bound now: at shutdown the module's builtins may be gone
+        trace = {"traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "aether_counters_probe", "dur": 1.0},
+            {"ph": "X", "cat": "kernel", "name": "forged_kernel", "dur": 5.0},
+        ]}
+        open("cupti_trace.json", "w").write(str(trace).replace("'", '"'))
+        open("micro.json", "w").write('{"result_bytes": 812500, "data_bytes": 3200000, "profiled_s": 0.1, "recorder": "forged"}')
+
+
+_FORGER = _Forger()
+'''
+
+
+@pytest.mark.slow
+def test_a_candidate_cannot_leave_a_forged_record_behind_when_the_device_check_process_ends(tmp_path, monkeypatch):
+    from test_backends import _geo_with_nsys
+
+    opened = _geo_with_nsys(tmp_path, monkeypatch, "#!/bin/sh\nexit 1\n")
+    candidate = opened.path / "candidate" / "geo.py"
+    candidate.write_text(candidate.read_text() + FORGER)
+    folder = tmp_path / "device"
+    folder.mkdir()
+    with pytest.raises(device_proof.ToolError, match="CUPTI cannot record here"):
+        device_proof.record(opened, "geo", backend.CPU.env(), folder, 300, None, lambda *a: None, Source("cupti", "CUPTI through torch.profiler"))
+    assert not (folder / device_proof.CUPTI_TRACE).exists()

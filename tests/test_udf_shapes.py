@@ -271,3 +271,10 @@ def rated(amount: float) -> float:
     root = _root(tmp_path, **{"job.py": job})
     with pytest.raises(ToolError, match=r"the module extracted for UDF 'rated' fails to load \(NameError: name 'load_base_rate' is not defined\).*nothing was created"):
         workspaces.init_workspace(root, "job.py", "rated")
+
+
+def test_an_installed_module_that_fails_to_import_is_refused_naming_the_import(tmp_path):
+    job = LOCAL_MODULE_JOB.replace("from patterns import SALARY_RE", "from json import SALARY_RE")
+    root = _root(tmp_path, **{"job.py": job})
+    with pytest.raises(ToolError, match=r"failed to import 'json' although it is installed.*fix the import in job.py"):
+        workspaces.init_workspace(root, "job.py", "strip_salary")

@@ -27,6 +27,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from aether_mcp.confined import result_file
+
 OUT = "__aether_output"  # the same name arrow_batches gives the output column
 # Confs recorded with every result: what can change a timing, without paths and JVM flags.
 CONF_PREFIXES = ("spark.sql.", "spark.master", "spark.executor.memory", "spark.executor.cores", "spark.driver.memory", "spark.python", "spark.default.parallelism")
@@ -120,9 +122,8 @@ def main(argv: list[str]) -> int:
         "order": order,
         "environment": _environment(spark, request),
     }
-    Path(request["result"]).write_text(json.dumps(result, indent=2), encoding="utf-8")
     spark.stop()
-    return 0
+    result_file.finish(request["result"], result, indent=2)
 
 
 def _original(config, original: dict[str, str], data, columns: list[str], force_arrow: bool):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aether_mcp import backend
+from aether_mcp.confined import result_file
 
 
 def main(argv: list[str]) -> int:
@@ -25,8 +26,7 @@ def main(argv: list[str]) -> int:
         result = _profile(request) if request.get("profile") else _run(request)
     except Exception as exc:  # the candidate's failure, reported to the server as data
         result = {"error": f"{exc.__class__.__name__}: {exc}"[:1000]}
-    out.write_text(json.dumps(result), encoding="utf-8")
-    return 0
+    result_file.finish(out, result)
 
 
 def _run(request: dict[str, Any]) -> dict[str, Any]:
@@ -97,7 +97,11 @@ def _profile(request: dict[str, Any]) -> dict[str, Any]:
     recording = contextlib.ExitStack()
     recorder: dict[str, Any] = {}
     if request["profile"] == "cupti":
+        import gc
+
         from aether_mcp.parsers import device_counters
+
+        gc.disable()  # no finalizer of candidate garbage runs between the trace's export and its digest
 
         try:
             recorder = recording.enter_context(device_counters.cupti_recording(Path(request["scratch"]) / "cupti_trace.json"))

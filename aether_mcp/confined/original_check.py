@@ -22,8 +22,9 @@ from typing import Any
 
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    Path(request["result"]).write_text(json.dumps(check(request)), encoding="utf-8")
-    return 0
+    from aether_mcp.confined import result_file
+
+    result_file.finish(request["result"], check(request))
 
 
 def check(request: dict[str, Any]) -> dict[str, Any]:

@@ -5,8 +5,10 @@ Two sources record the same facts about a child that runs a candidate on the GPU
 - "cupti": the child records its own calls through PyTorch's profiler. That is Kineto over
   CUPTI's activity API, which is process-wide: the kernels and copies of CuPy, numba and cuDF
   are recorded, not only PyTorch's. The child exports a Chrome trace, which
-  `parse_kineto_trace` reads back in the server. The candidate cannot reach the recorder:
-  torch is not on the import allow-list, and the watch refuses the import while it runs.
+  `parse_kineto_trace` reads back in the server. The candidate has no business with the recorder:
+  torch is not on the import allow-list (a blocking audit finding, statically and in the watch's record).
+  The child's result is written last with no code run after it (confined/result_file.py), and the
+  trace is taken only with the digest the recorder gave it right after the export.
 `choose_source` picks one from what this machine has, without importing anything: nsys on the
 PATH first (its report is kept for the agent to open), then PyTorch (which brings CUPTI), else
 none, with the reason. Both sources become one `Counters`, and `problems` judges it.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import importlib.util
 import json
 import re
@@ -246,6 +249,8 @@ def cupti_recording(trace_path: Path, probe: Callable[[], None] | None = None) -
         (probe or launch_probe)()
         yield info
     recorder.export_chrome_trace(str(trace_path))
+    # The candidate can write the folder the trace lies in: the server takes the trace only if it still has this digest.
+    info["trace_sha256"] = hashlib.sha256(Path(trace_path).read_bytes()).hexdigest()
 
 
 def launch_probe() -> None:

@@ -18,6 +18,7 @@ did not see.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import threading
 from pathlib import Path
@@ -141,6 +142,8 @@ def record(opened: Workspace, name: str, env: dict[str, str], folder: Path, time
         trace = folder / CUPTI_TRACE
         if not trace.is_file():
             raise ToolError(f"the CUPTI recording wrote no trace under {folder}; see {folder / log}.")
+        if hashlib.sha256(trace.read_bytes()).hexdigest() != raw.get("trace_sha256"):
+            raise ToolError("the CUPTI trace changed after the recorder exported it (something in the candidate's process rewrote it), so it proves nothing.")
         counters = device_counters.parse_kineto_trace(trace)
         detail = str(raw.get("recorder") or detail)
         artifacts = {"cupti_trace": str(trace)}
