@@ -4,8 +4,8 @@ The extracted original/udf.py is loaded and called on 200 generated rows (the hi
 generator's, every supported type) in a child process (aether_mcp.confined.original_check); the
 server runs no job code itself. Two failures there are
 the extraction's, not the UDF's:
-- an import that fails: a local module beside the job that is not carried into the workspace,
-  or a library this Python does not have. The job cannot run here either way, and record_cases
+- an import that fails: a local module beside the job imported where the extraction does not
+  follow it (inside a function), or a library this Python does not have. The job cannot run here either way, and record_cases
   would fail with an error the agent cannot fix, since original/ is protected;
 - a NameError naming something the job's module defines (or star-imports): the extraction
   dropped it, and every case recorded would pin a NameError the job never raises.
@@ -46,7 +46,7 @@ def check(opened: Workspace, extracted: ExtractedUdf, source_path: Path, shown: 
     raw = _CHECKED.get(key) or _run(opened, extracted, source)
     notes = _judge(raw, extracted, source_path, shown)  # a refusal is not kept: the job's folder or the environment may change
     _CHECKED[key] = raw
-    return notes
+    return [*extracted.notes, *notes]
 
 
 def _run(opened: Workspace, extracted: ExtractedUdf, source: str) -> dict[str, Any]:
@@ -112,9 +112,9 @@ def _import_problem(name: str, module: str, source_path: Path, shown: str, load_
     local = [p for p in (source_path.parent / f"{top}.py", source_path.parent / top) if p.exists()]
     if local:
         return (
-            f"UDF {name!r} imports the local module {module!r} ({local[0].name} beside {shown}), which init_workspace does not carry into "
-            "the workspace yet, so the reference could not run; nothing was created. Copy what the UDF uses from it into the job's file "
-            "(or point source at a file that holds it) and try again."
+            f"UDF {name!r} imports the local module {module!r} ({local[0].name} beside {shown}) where init_workspace does not follow it "
+            "(inside a function, or by a computed name), so the reference could not run; nothing was created. Import what the UDF uses "
+            "from it at module level of the job (from module import NAME) and try again."
         )
     installed = importlib.util.find_spec(top) is not None
     detail = f" ({load_error})" if load_error else ""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
 import re
 import symtable
 import textwrap
@@ -25,6 +26,7 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pyspark.sql import types as T
 
+from aether_mcp.local_modules import LocalModules
 from aether_mcp.spark_types import TYPE_CLASS_NAMES, UnknownSparkType, parse_type, type_name
 
 UDF_FACTORIES = {"udf": "row", "pandas_udf": "pandas"}
@@ -64,6 +66,17 @@ class UdfDefinition:
     enclosing: str | None = None
     factory: ast.FunctionDef | None = None  # a UDF factory (`def make(a): return udf(...)`) the job calls with literals
     factory_call: ast.Call | None = None  # that call: `make(40.7, -74.0)`
+    imported: ImportedName | None = None  # the wrapped function comes from a module the job imports (`from geo import haversine`)
+
+
+@dataclass(frozen=True)
+class ImportedName:
+    """A name the job imports: `from <level dots><module> import <name>` (or `module.name` after `import module`)."""
+
+    module: str | None
+    level: int
+    name: str
+    line: int
 
 
 @dataclass
@@ -84,6 +97,8 @@ class ExtractedUdf:
     undefined_names: list[str] = field(default_factory=list)  # read by the UDF, defined nowhere in the job: NameError there as here
     job_names: set[str] = field(default_factory=set)  # every name the job's module binds at module level
     star_imports: list[str] = field(default_factory=list)  # the modules the job star-imports
+    local_modules: dict[str, str] = field(default_factory=dict)  # the job's own modules code was drawn from: path -> sha256
+    notes: list[str] = field(default_factory=list)  # facts about the extraction init_workspace reports
 
 
 @dataclass
@@ -169,93 +184,405 @@ def select_udf(udfs: list[UdfDefinition], wanted: str, shown_as: str) -> UdfDefi
     return matches[0]
 
 
-def extract_udf(text: str, tree: ast.Module, definition: UdfDefinition, shown_as: str) -> ExtractedUdf:
-    """Build the module text for original/udf.py and read the UDF's arguments and confs."""
-    if definition.function is None or definition.return_type is None:
-        raise ToolError(definition.return_type_error or f"cannot read the return type of UDF {definition.name!r}.")
-    lines = text.splitlines()
-    function_code = _function_code(definition, lines)
-    index = _ModuleIndex(tree, lines)
-    needed_statements: set[int] = set()
-    needed_aliases: dict[int, set[str]] = {}
-    unresolved: list[str] = []
-    seen: set[str] = {definition.function_name}
-    queue = sorted(_referenced_globals(function_code) - seen)
-    while queue:
-        name = queue.pop(0)
-        if name in seen:
-            continue
-        seen.add(name)
-        statements = index.bindings.get(name, [])
-        if not statements:
-            if name not in vars(builtins):
-                if index.star_imports:
-                    # `from datetime import *` may provide it: every star import travels, as the job runs them
-                    needed_statements.update(index.star_imports)
-                else:
-                    unresolved.append(name)
-            continue
-        for position in statements:
-            statement = index.statements[position]
-            if position == index.function_position(definition):
-                continue
-            needed_statements.add(position)
-            if isinstance(statement, (ast.Import, ast.ImportFrom)):
-                needed_aliases.setdefault(position, set()).add(name)
-                continue
-            queue.extend(sorted(_referenced_globals(index.code(position)) - seen))
-    local = sorted(name for name in unresolved if name in _enclosing_bindings(tree, definition))
-    if local:
-        raise ToolError(
-            f"UDF {definition.name!r} uses names that {shown_as} does not define at module level: {', '.join(local)} "
-            f"(the UDF is defined inside {definition.enclosing}(); names local to it are not visible once extracted). "
-            "Move them to module level in the source and try again."
+def udf_module(tree: ast.Module, wanted: str, path: Path, modules: LocalModules) -> Path | None:
+    """The local module a job imports UDF `wanted` from (`from udfs import clean_name`, where udfs.py has `@udf ... def clean_name`), or None."""
+    name = wanted.partition(":")[0].strip()
+    imported = imported_name(tree, name)
+    if imported is None:
+        return None
+    module = modules.find(path, imported.module, imported.level)
+    if module is None:
+        return None
+    try:
+        _, module_tree = read_source(module, module.name)
+    except ToolError:
+        return None
+    return module if any(imported.name == d.name or imported.name in d.aliases for d in find_udfs(module_tree)) else None
+
+
+def extract_udf(
+    text: str,
+    tree: ast.Module,
+    definition: UdfDefinition,
+    shown_as: str,
+    *,
+    path: Path | None = None,
+    modules: LocalModules | None = None,
+) -> ExtractedUdf:
+    """Build the module text for original/udf.py and read the UDF's arguments and confs.
+
+    With `path` and `modules`, what the UDF uses from the job's own modules (`from geo import
+    haversine`, `from .patterns import SALARY_RE`, `import config` then `config.RATE`) is followed
+    into those files and extracted from them too, into the one module.
+    """
+    job = SourceFile(shown_as, text, tree, path)
+    return _Extraction(job, definition, modules).run()
+
+
+@dataclass(eq=False)
+class SourceFile:
+    """A Python file the extraction reads: the job, or one of its local modules."""
+
+    shown: str
+    text: str
+    tree: ast.Module
+    path: Path | None = None
+    index: _ModuleIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.index = _ModuleIndex(self.tree, self.text.splitlines())
+
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+class _Extraction:
+    """One UDF's extraction: the names it needs, followed through the job and its local modules, then one module's text."""
+
+    def __init__(self, job: SourceFile, definition: UdfDefinition, modules: LocalModules | None) -> None:
+        self.job = job
+        self.definition = definition
+        self.modules = modules
+        self.loaded: dict[Path, SourceFile] = {}
+        self.needed: dict[SourceFile, set[int]] = {}
+        self.needed_aliases: dict[SourceFile, dict[int, set[str]]] = {}
+        self.links: dict[SourceFile, list[tuple[str, str]]] = {}  # statements emitted at the start of a file's block: (code, name bound)
+        self.depends: dict[SourceFile, list[SourceFile]] = {}  # a file's local modules, which run before it
+        self.module_names: dict[tuple[SourceFile, str], SourceFile] = {}  # `import config` in a file: config is that local module
+        self.module_attributes: dict[tuple[SourceFile, str], set[str]] = {}
+        self.code_read: dict[SourceFile, list[str]] = {}
+        self.unresolved: list[tuple[SourceFile, str]] = []
+        self.seen: set[tuple[SourceFile, str]] = set()
+        self.queue: list[tuple[SourceFile, str]] = []
+
+    def run(self) -> ExtractedUdf:
+        definition = self.definition
+        home = self.job
+        if definition.function is None and definition.imported is not None:
+            home, definition.function = self._imported_function(self.job, definition.imported, 0)
+        if definition.function is None or definition.return_type is None:
+            raise ToolError(definition.return_type_error or f"cannot read the return type of UDF {definition.name!r}.")
+        self.home = home
+        function_code = _function_code(definition, home.index.lines)
+        self.home_position = home.index.function_position(definition)
+        self.seen.add((home, definition.function_name))
+        self._read(home, function_code)
+        while self.queue:
+            file, name = self.queue.pop(0)
+            if (file, name) not in self.seen:
+                self.seen.add((file, name))
+                self._resolve(file, name)
+        self._refuse_enclosing_locals()
+        order = self._order(home)
+        self._refuse_spark_state(order)
+        self._refuse_clashes(order)
+        module_source = self._module_source(order, function_code)
+        ast.parse(module_source)  # an extraction that does not parse is our bug: fail loudly
+        arguments = _arguments(definition, self.job.shown)
+        used = [file for file in order if file is not self.job]
+        return ExtractedUdf(
+            definition=definition,
+            module_source=module_source,
+            arguments=arguments,
+            spark_conf=find_spark_conf(self.job.tree),
+            literal_arguments=literal_arguments(self.job.tree, definition, len(arguments)),
+            undefined_names=sorted({name for _, name in self.unresolved}),
+            job_names={name for file in {self.job, *order} for name in _module_names(file)},
+            star_imports=[file.index.statements[p].module or "" for file in order for p in sorted(self.needed.get(file, set())) if p in file.index.star_imports],
+            local_modules={file.shown: file.sha256() for file in used},
         )
-    # Names the job defines nowhere (Python 2's `unicode` in a branch a str never takes): the job
-    # raises NameError there too, so the extracted UDF keeps that behaviour.
-    undefined = sorted(unresolved)
-    for position in sorted(needed_statements):
-        code = index.code(position)
-        if not isinstance(index.statements[position], (ast.Import, ast.ImportFrom)) and any(m in code for m in SPARK_STATE_MARKERS):
-            statement = index.statements[position]
+
+    # -- following names ------------------------------------------------------------------------
+
+    def _read(self, file: SourceFile, code: str) -> None:
+        """Queue what `code` (module-level code of `file`) reads from module scope."""
+        self.code_read.setdefault(file, []).append(code)
+        self.queue.extend((file, name) for name in sorted(_referenced_globals(code)))
+        for (owner, name), module in list(self.module_names.items()):
+            if owner is file:
+                self._module_attributes(file, name, module, code)
+
+    def _resolve(self, file: SourceFile, name: str) -> None:
+        statements = file.index.bindings.get(name, [])
+        if not statements:
+            if name in vars(builtins):
+                return
+            if self._from_local_star(file, name):
+                return
+            stars = [p for p in file.index.star_imports if self._local_import(file, file.index.statements[p]) is None]
+            if stars:
+                # `from datetime import *` may provide it: every star import travels, as the job runs them
+                self.needed.setdefault(file, set()).update(stars)
+            else:
+                self.unresolved.append((file, name))
+            return
+        for position in statements:
+            if file is self.home and position == self.home_position:
+                continue
+            statement = file.index.statements[position]
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                if self._link_local(file, statement, name):
+                    continue
+                self.needed_aliases.setdefault(file, {}).setdefault(position, set()).add(name)
+                self.needed.setdefault(file, set()).add(position)
+                continue
+            self.needed.setdefault(file, set()).add(position)
+            self._read(file, file.index.code(position))
+
+    def _link_local(self, file: SourceFile, statement: ast.Import | ast.ImportFrom, name: str) -> bool:
+        """Follow `name`, bound by an import of a local module in `file`, into that module; False when it is a library's."""
+        module = self._local_import(file, statement, name)
+        if module is None:
+            return False
+        if isinstance(statement, ast.Import):
+            alias = next(a for a in statement.names if (a.asname or a.name.split(".")[0]) == name)
+            if "." in alias.name and not alias.asname:
+                raise ToolError(
+                    f"UDF {self.definition.name!r} uses the local module {alias.name} through `import {alias.name}` (line {statement.lineno} of {file.shown}); "
+                    f"aether-mcp follows `from {alias.name} import NAME` and `import {alias.name} as NAME`. Import it one of those ways and try again."
+                )
+            self._module_name(file, name, self._load(module, file, statement))
+            return True
+        alias = next(a for a in statement.names if (a.asname or a.name) == name)
+        source = self._load(module, file, statement)
+        submodule = self.modules.submodule(module, alias.name) if self.modules else None
+        if alias.name not in source.index.bindings and submodule is not None:
+            self._module_name(file, name, self._load(submodule, file, statement))  # `from . import geo`: the module itself
+            return True
+        self._depend(file, source)
+        self.queue.append((source, alias.name))
+        if alias.name != name:
+            self.links.setdefault(file, []).append((f"{name} = {alias.name}", name))
+        return True
+
+    def _from_local_star(self, file: SourceFile, name: str) -> bool:
+        for position in sorted(file.index.star_imports):
+            statement = file.index.statements[position]
+            module = self._local_import(file, statement)
+            if module is None:
+                continue
+            source = self._load(module, file, statement)
+            if name in source.index.bindings or any(self._local_import(source, source.index.statements[p]) is None for p in source.index.star_imports):
+                self._depend(file, source)
+                self.queue.append((source, name))
+                return True
+        return False
+
+    def _local_import(self, file: SourceFile, statement: ast.stmt, name: str | None = None) -> Path | None:
+        """The local module file an import statement of `file` reads (for `import a, b`: the one bound to `name`), or None for a library's."""
+        if self.modules is None or file.path is None or not isinstance(statement, (ast.Import, ast.ImportFrom)):
+            return None
+        if isinstance(statement, ast.ImportFrom):
+            return self.modules.find(file.path, statement.module, statement.level)
+        aliases = [a for a in statement.names if name is None or (a.asname or a.name.split(".")[0]) == name]
+        return next((found for a in aliases if (found := self.modules.find(file.path, a.name, 0)) is not None), None)
+
+    def _module_name(self, file: SourceFile, name: str, module: SourceFile) -> None:
+        self.module_names[(file, name)] = module
+        self.module_attributes.setdefault((file, name), set())
+        self._depend(file, module)
+        for code in self.code_read.get(file, []):
+            self._module_attributes(file, name, module, code)
+
+    def _module_attributes(self, file: SourceFile, name: str, module: SourceFile, code: str) -> None:
+        """Queue every `name.attr` that `code` reads from the local module `name`; refuse any other use of it."""
+        if name not in _referenced_globals(code):
+            return
+        parsed = ast.parse(code)
+        through = {id(node.value) for node in ast.walk(parsed) if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name}
+        bare = [node for node in ast.walk(parsed) if isinstance(node, ast.Name) and node.id == name and id(node) not in through]
+        if bare:
             raise ToolError(
-                f"UDF {definition.name!r} depends on module-level Spark state at line {statement.lineno} of {shown_as} "
-                f"({code.strip().splitlines()[0][:80]!r}). Only plain Python can be extracted: make that value a literal "
-                "constant (or a plain-Python computation) in the source and try again."
+                f"UDF {self.definition.name!r} uses the local module {name} ({module.shown}) as a value, not only as {name}.NAME "
+                f"(in {file.shown}: {code.strip().splitlines()[0][:80]!r}). aether-mcp carries the names a UDF reads from a local module; "
+                f"import those names (from ... import NAME) and try again."
             )
-    parts: list[str] = [
-        f"# UDF `{definition.name}` ({definition.form}), extracted by aether-mcp from {shown_as}, line {definition.line}.",
-        "# Protected: this is the reference every conversion is compared against. Do not edit.",
-        "",
-    ]
+        for node in ast.walk(parsed):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name:
+                attributes = self.module_attributes[(file, name)]
+                if node.attr not in attributes:
+                    attributes.add(node.attr)
+                    self.queue.append((module, node.attr))
+
+    def _imported_function(self, file: SourceFile, imported: ImportedName, depth: int) -> tuple[SourceFile, ast.FunctionDef]:
+        """The file and module-level def of a function the job imports, followed through re-exports."""
+        where = f"{_import_text(imported)} (line {imported.line} of {file.shown})"
+        module = self.modules.find(file.path, imported.module, imported.level) if self.modules and file.path else None
+        if module is None:
+            raise ToolError(
+                f"UDF {self.definition.name!r} wraps {imported.name!r}, imported by {where}, which is not a module under the server root "
+                "(a library, or a file outside it). aether-mcp extracts functions from the job's own modules: start the server with a root "
+                "that holds the whole project, or define the function in the job."
+            )
+        source = self._load(module, file, None)
+        definitions = [s for s in source.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == imported.name]
+        if definitions:
+            return source, definitions[-1]
+        again = imported_name(source.tree, imported.name)
+        if again is not None and depth < 8:
+            return self._imported_function(source, again, depth + 1)
+        raise ToolError(
+            f"UDF {self.definition.name!r} wraps {imported.name!r}, imported by {where}, but {source.shown} does not define it with a module-level def "
+            "(a lambda, a callable object or a name made at run time cannot be extracted). Write it as a module-level def and try again."
+        )
+
+    def _load(self, path: Path, importer: SourceFile, statement: ast.stmt | None) -> SourceFile:
+        if path not in self.loaded:
+            shown = path.relative_to(self.modules.root).as_posix() if self.modules else path.name
+            try:
+                text, tree = read_source(path, shown)
+            except ToolError as exc:
+                line = f" at line {statement.lineno}" if statement is not None else ""
+                raise ToolError(f"{importer.shown} imports the local module {shown}{line}, which aether-mcp must read to extract the UDF: {exc}") from None
+            self.loaded[path] = SourceFile(shown, text, tree, path)
+        return self.loaded[path]
+
+    def _depend(self, file: SourceFile, module: SourceFile) -> None:
+        if module is not file and module not in self.depends.setdefault(file, []):
+            self.depends[file].append(module)
+
+    # -- refusals -----------------------------------------------------------------------------------
+
+    def _refuse_enclosing_locals(self) -> None:
+        if self.home is not self.job:
+            return
+        local = sorted(name for file, name in self.unresolved if file is self.job and name in _enclosing_bindings(self.job.tree, self.definition))
+        if local:
+            raise ToolError(
+                f"UDF {self.definition.name!r} uses names that {self.job.shown} does not define at module level: {', '.join(local)} "
+                f"(the UDF is defined inside {self.definition.enclosing}(); names local to it are not visible once extracted). "
+                "Move them to module level in the source and try again."
+            )
+
+    def _refuse_spark_state(self, order: list[SourceFile]) -> None:
+        for file in order:
+            for position in sorted(self.needed.get(file, set())):
+                statement = file.index.statements[position]
+                code = file.index.code(position)
+                if not isinstance(statement, (ast.Import, ast.ImportFrom)) and any(m in code for m in SPARK_STATE_MARKERS):
+                    raise ToolError(
+                        f"UDF {self.definition.name!r} depends on module-level Spark state at line {statement.lineno} of {file.shown} "
+                        f"({code.strip().splitlines()[0][:80]!r}). Only plain Python can be extracted: make that value a literal "
+                        "constant (or a plain-Python computation) in the source and try again."
+                    )
+
+    def _refuse_clashes(self, order: list[SourceFile]) -> None:
+        """Two files binding one name in the one extracted module would change what the UDF computes: refuse."""
+        owners: dict[str, dict[str, set[str]]] = {}  # name -> file shown -> how it is bound (an import's text, or a line)
+
+        def bind(name: str, file: SourceFile, how: str) -> None:
+            owners.setdefault(name, {}).setdefault(file.shown, set()).add(how)
+
+        for file in order:
+            for position in self.needed.get(file, set()):
+                statement = file.index.statements[position]
+                if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                    for name in self.needed_aliases.get(file, {}).get(position, set()):
+                        bind(name, file, _filtered_import(statement, {name}))
+                else:
+                    for name in file.index._bound_names(statement):
+                        bind(name, file, f"line {statement.lineno}")
+            for _, name in self.links.get(file, []):
+                bind(name, file, "import")
+            for (owner, name) in self.module_names:
+                if owner is file:
+                    bind(name, file, "import")
+        bind(self.definition.function_name, self.home, f"line {self.definition.function.lineno}")  # type: ignore[union-attr]
+        for name, by_file in sorted(owners.items()):
+            if len(by_file) < 2:
+                continue
+            hows = {how for found in by_file.values() for how in found}
+            if len(hows) == 1 and next(iter(hows)).startswith(("import ", "from ")):
+                continue  # the same import in two files binds the same thing
+            places = " and ".join(f"{shown} ({', '.join(sorted(how))})" for shown, how in by_file.items())
+            raise ToolError(
+                f"UDF {self.definition.name!r} needs {name!r} from {places}: in the one extracted module they would be one name, "
+                "which would change what the UDF computes. Rename one of them in the source and try again."
+            )
+
+    # -- the module's text --------------------------------------------------------------------------
+
+    def _order(self, home: SourceFile) -> list[SourceFile]:
+        """Files in the order Python runs their code: each local module before the file that imports it."""
+        order: list[SourceFile] = []
+        visiting: set[SourceFile] = set()
+
+        def visit(file: SourceFile) -> None:
+            if file in order or file in visiting:
+                return
+            visiting.add(file)
+            for module in self.depends.get(file, []):
+                visit(module)
+            order.append(file)
+
+        visit(home)
+        return order
+
+    def _module_source(self, order: list[SourceFile], function_code: str) -> str:
+        definition = self.definition
+        others = [file.shown for file in order if file is not self.job]
+        parts: list[str] = [
+            f"# UDF `{definition.name}` ({definition.form}), extracted by aether-mcp from {self.job.shown}, line {definition.line}"
+            + (f", with what it uses from {', '.join(others)}." if others else "."),
+            "# Protected: this is the reference every conversion is compared against. Do not edit.",
+            "",
+        ]
+        for file in order:
+            for statement in file.tree.body:
+                if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
+                    parts.append(ast.unparse(statement))
+        for file in order:
+            parts += [code for code, _ in self.links.get(file, [])]
+            for (owner, name), module in self.module_names.items():
+                if owner is file:
+                    fields = ", ".join(f"{a}={a}" for a in sorted(self.module_attributes[(owner, name)]))
+                    parts.append(f"{name} = __import__(\"types\").SimpleNamespace({fields})  # what the UDF reads from {module.shown}")
+            is_home = file is self.home
+            positions = self.needed.get(file, set()) | ({self.home_position} if is_home and self.home_position is not None else set())
+            for position in sorted(positions):
+                if is_home and position == self.home_position:
+                    parts.append(function_code)
+                elif position in self.needed_aliases.get(file, {}):
+                    parts.append(_filtered_import(file.index.statements[position], self.needed_aliases[file][position]))
+                else:
+                    parts.append(file.index.code(position))
+            if is_home and self.home_position is None:
+                parts.append(function_code)
+        return _join_blocks(parts)
+
+
+def _module_names(file: SourceFile) -> set[str]:
+    """Every name `file` binds at module level (`global X` in a function included)."""
+    names = {name for name in file.index.bindings if name != "*"}
+    return names | {name for node in ast.walk(file.tree) if isinstance(node, ast.Global) for name in node.names}
+
+
+def _import_text(imported: ImportedName) -> str:
+    return f"from {'.' * imported.level}{imported.module or ''} import {imported.name}"
+
+
+def imported_name(tree: ast.Module, name: str) -> ImportedName | None:
+    """Where a module-level `from m import x [as name]` of the module takes `name` from, or None."""
     for statement in tree.body:
-        if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
-            parts.append(ast.unparse(statement))
-    function_position = index.function_position(definition)
-    emitted_function = False
-    for position in sorted(needed_statements | ({function_position} if function_position is not None else set())):
-        if position == function_position:
-            parts.append(function_code)
-            emitted_function = True
-        elif position in needed_aliases:
-            parts.append(_filtered_import(index.statements[position], needed_aliases[position]))
-        else:
-            parts.append(index.code(position))
-    if not emitted_function:
-        parts.append(function_code)
-    module_source = _join_blocks(parts)
-    ast.parse(module_source)  # an extraction that does not parse is our bug: fail loudly
-    arguments = _arguments(definition, shown_as)
-    return ExtractedUdf(
-        definition=definition,
-        module_source=module_source,
-        arguments=arguments,
-        spark_conf=find_spark_conf(tree),
-        literal_arguments=literal_arguments(tree, definition, len(arguments)),
-        undefined_names=undefined,
-        job_names={name for name in index.bindings if name != "*"} | {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names},
-        star_imports=[index.statements[position].module or "" for position in sorted(index.star_imports)],
-    )
+        if isinstance(statement, ast.ImportFrom):
+            for alias in statement.names:
+                if alias.name != "*" and (alias.asname or alias.name) == name:
+                    return ImportedName(statement.module, statement.level, alias.name, statement.lineno)
+    return None
+
+
+def imported_module(tree: ast.Module, name: str) -> ImportedName | None:
+    """The module a module-level `import m [as name]` (or `from pkg import m`) binds to `name`, as ImportedName(m, level, '', line)."""
+    for statement in tree.body:
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if alias.asname == name or (alias.asname is None and alias.name == name):
+                    return ImportedName(alias.name, 0, "", statement.lineno)
+    found = imported_name(tree, name)
+    if found is not None:
+        module = f"{found.module}.{found.name}" if found.module else found.name
+        return ImportedName(module, found.level, "", found.line)
+    return None
 
 
 def find_spark_conf(tree: ast.Module) -> dict[str, str]:
@@ -318,6 +645,7 @@ class _UdfFinder(ast.NodeVisitor):
         self.tree = tree
         self.found: list[UdfDefinition] = []
         self.enclosing: list[ast.AST] = []
+        self.imported: ImportedName | None = None  # set by _resolve_function for the next _add
         self.module_constants = {
             target.id: statement.value
             for statement in tree.body
@@ -481,10 +809,19 @@ class _UdfFinder(ast.NodeVisitor):
             if before:
                 module_level = [d for d in before if d in self.tree.body]
                 return (module_level or before)[-1], fn_node.id, None
+            imported = imported_name(self.tree, fn_node.id)
+            if imported is not None:
+                self.imported = imported
+                return None, imported.name, None
             return None, fn_node.id, (
-                f"UDF {udf_name!r} at line {line} wraps {fn_node.id!r}, which is not defined in this file "
-                "(imported?). Point source at the file that defines it."
+                f"UDF {udf_name!r} at line {line} wraps {fn_node.id!r}, which this file neither defines nor imports "
+                "at module level. Define or import it at module level in the job and try again."
             )
+        if isinstance(fn_node, ast.Attribute) and isinstance(fn_node.value, ast.Name):
+            module = imported_module(self.tree, fn_node.value.id)
+            if module is not None:
+                self.imported = ImportedName(module.module, module.level, fn_node.attr, module.line)
+                return None, fn_node.attr, None
         shown = ast.unparse(fn_node) if fn_node is not None else "nothing"
         return None, udf_name, (
             f"unsupported UDF form at line {line}: UDF {udf_name!r} wraps {shown!r}. aether-mcp extracts a named "
@@ -493,6 +830,7 @@ class _UdfFinder(ast.NodeVisitor):
 
     def _add(self, *, name, aliases, form, kind, line, function, function_name, return_node, keywords, extra_args, problem=None, factory=(None, None)) -> None:
         return_type, error = None, problem
+        imported, self.imported = self.imported, None
         if error is None and kind == "pandas":
             function_type = keywords.get("functionType") or (extra_args[0] if extra_args else None)
             if function_type is not None and any(k in ast.unparse(function_type) for k in UNSUPPORTED_PANDAS_KINDS):
@@ -525,6 +863,7 @@ class _UdfFinder(ast.NodeVisitor):
                 enclosing=getattr(self.enclosing[-1], "name", None) if self.enclosing else None,
                 factory=factory[0],
                 factory_call=factory[1],
+                imported=imported,
             )
         )
 
@@ -867,7 +1206,7 @@ def _filtered_import(statement: ast.stmt, needed: set[str]) -> str:
 def _join_blocks(parts: list[str]) -> str:
     """Header, then imports, then the rest in source order, spaced the way PEP 8 spaces them."""
     header, body = parts[:2], parts[3:]
-    imports = [p for p in body if p.startswith(("import ", "from "))]
+    imports = list(dict.fromkeys(p for p in body if p.startswith(("import ", "from "))))  # two files may import the same
     others = [p.rstrip() for p in body if not p.startswith(("import ", "from "))]
     text = "\n".join(header) + "\n\n"
     if imports:

@@ -81,12 +81,23 @@ def _result(opened: Workspace, candidate: str | None, checks: list[Check]) -> Ve
 
 
 def _job_source(root: SandboxRoot, opened: Workspace) -> Check:
+    """Whether git shows the job source, and every local module the extraction drew from, tracked and unmodified."""
+    files = [opened.config.udf.source, *sorted(opened.config.udf.modules)]
+    checks = [_tracked_unmodified(root, path) for path in files]
+    worst = next((c for status in ("fail", "warn") for c in checks if c.status == status), checks[0])
+    if len(checks) == 1:
+        return worst
+    detail = "; ".join(f"{path}: {check.detail}" for path, check in zip(files, checks) if check.status == worst.status)
+    return Check(name="job source", status=worst.status, detail=detail)
+
+
+def _tracked_unmodified(root: SandboxRoot, relative: str) -> Check:
     try:
-        source = root.resolve(opened.config.udf.source, what="source")
+        source = root.resolve(relative, what="source")
     except ToolError as exc:
         return Check(name="job source", status="fail", detail=str(exc))
     if not source.is_file():
-        return Check(name="job source", status="fail", detail=f"{opened.config.udf.source} does not exist any more")
+        return Check(name="job source", status="fail", detail=f"{relative} does not exist any more")
     folder = source.parent
 
     def git(*args: str) -> subprocess.CompletedProcess | None:
@@ -97,15 +108,15 @@ def _job_source(root: SandboxRoot, opened: Workspace) -> Check:
 
     top = git("rev-parse", "--show-toplevel")
     if top is None or top.returncode != 0:
-        return Check(name="job source", status="warn", detail=f"{opened.config.udf.source} is not in a git repository: nothing shows whether it changed since it was reviewed")
+        return Check(name="job source", status="warn", detail=f"{relative} is not in a git repository: nothing shows whether it changed since it was reviewed")
     tracked = git("ls-files", "--error-unmatch", "--", str(source))
     if tracked is None or tracked.returncode != 0:
-        return Check(name="job source", status="warn", detail=f"{opened.config.udf.source} is not tracked by git in {top.stdout.strip()}")
+        return Check(name="job source", status="warn", detail=f"{relative} is not tracked by git in {top.stdout.strip()}")
     status = git("status", "--porcelain", "--", str(source))
     if status is None or status.returncode != 0:
         return Check(name="job source", status="warn", detail="git could not say whether the job source changed")
     if status.stdout.strip():
-        return Check(name="job source", status="fail", detail=f"{opened.config.udf.source} has changes git has not committed ({status.stdout.strip()}): commit or restore them, then verify again")
+        return Check(name="job source", status="fail", detail=f"{relative} has changes git has not committed ({status.stdout.strip()}): commit or restore them, then verify again")
     head = git("log", "-1", "--format=%h %s", "--", str(source))
     return Check(name="job source", status="pass", detail=f"tracked by git and unmodified (last commit {head.stdout.strip() if head else '?'})")
 

@@ -63,6 +63,7 @@ class UdfConfig(BaseModel):
     return_type: str
     args: list[UdfArgConfig]
     source: str
+    modules: dict[str, str] = Field(default_factory=dict, description="the job's own modules the extraction drew code from (paths relative to the root) and each file's sha256 at init")
     source_line: int
     form: str
     use_arrow: bool | None = None

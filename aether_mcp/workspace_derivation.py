@@ -16,6 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pyspark.sql import types as T
 
 from aether_mcp import udf_extraction
+from aether_mcp.local_modules import LocalModules
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import UnknownSparkType, parse_type, type_name
 from aether_mcp.workspace import (
@@ -67,11 +68,29 @@ def derive(
     source_path = root.resolve(source, what="source")
     shown = root.relative(source_path)
     text, tree = udf_extraction.read_source(source_path, shown)
-    definition = udf_extraction.select_udf(udf_extraction.find_udfs(tree), udf, shown)
+    modules = LocalModules(root.path)
+    notes: list[str] = []
+    try:
+        definition = udf_extraction.select_udf(udf_extraction.find_udfs(tree), udf, shown)
+    except ToolError:
+        # `from udfs import clean_name` where udfs.py defines the UDF: the workspace's source is that module
+        elsewhere = udf_extraction.udf_module(tree, udf, source_path, modules)
+        if elsewhere is None:
+            raise
+        job_shown, source_path, shown = shown, elsewhere, root.relative(elsewhere)
+        text, tree = udf_extraction.read_source(source_path, shown)
+        definition = udf_extraction.select_udf(udf_extraction.find_udfs(tree), udf, shown)
+        notes.append(f"{job_shown} imports UDF {udf!r} from {shown}, which defines it: the workspace's source is {shown}")
     if return_type is not None:
         definition.return_type = parse_type_argument(return_type, "return_type")
         definition.return_type_error = None
-    extracted = udf_extraction.extract_udf(text, tree, definition, shown)
+    extracted = udf_extraction.extract_udf(text, tree, definition, shown, path=source_path, modules=modules)
+    extracted.notes = notes + extracted.notes
+    if extracted.local_modules:
+        extracted.notes.append(
+            f"original/udf.py holds what the UDF uses from the job's own module(s) {', '.join(sorted(extracted.local_modules))}; "
+            "their sha256 digests are in aether.toml, and aether-mcp verify fails the reference when any of them changed"
+        )
     arguments = argument_types(extracted, arg_types or {})
     literal_domains(arguments, extracted.literal_arguments, whole_domain or [])
     config = WorkspaceConfig(
@@ -82,6 +101,7 @@ def derive(
             return_type=type_name(definition.return_type),  # type: ignore[arg-type]
             args=arguments,
             source=shown,
+            modules=extracted.local_modules,
             source_line=definition.line,
             form=definition.form,
             use_arrow=definition.use_arrow,

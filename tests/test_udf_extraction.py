@@ -375,8 +375,8 @@ def test_non_python_files_are_refused(tmp_path):
         udf_extraction.read_source(csv, "data.csv")
 
 
-def test_udf_wrapping_an_imported_function_is_refused(tmp_path):
-    with pytest.raises(ToolError, match="wraps 'score', which is not defined in this file"):
+def test_udf_wrapping_a_function_from_a_library_is_refused_saying_where_it_comes_from(tmp_path):
+    with pytest.raises(ToolError, match=r"wraps 'score', imported by from mylib import score \(line 2 of job.py\), which is not a module under the server root"):
         extract(tmp_path, "from pyspark.sql.functions import udf\nfrom mylib import score\nscore_udf = udf(score, 'int')\n", "score_udf")
 
 

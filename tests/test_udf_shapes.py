@@ -9,6 +9,7 @@ mistake as the UDF's behaviour.
 from __future__ import annotations
 
 import ast
+import hashlib
 import math
 import textwrap
 from pathlib import Path
@@ -16,11 +17,12 @@ from pathlib import Path
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp import udf_extraction
+from aether_mcp import udf_extraction, workspace_derivation
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import case_recording, files, workspaces
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.test_runs import run_tests
+from aether_mcp.workspace import Workspace
 
 STAR_JOB = '''
 """Distance from the origin, with math star-imported as older jobs do."""
@@ -198,11 +200,153 @@ def test_a_name_the_job_defines_nowhere_is_kept_and_raises_where_the_job_would(t
     assert recorded.recorded[1].raises is not None and "unicode" in recorded.recorded[1].raises
 
 
-def test_a_local_module_the_udf_imports_is_refused_at_init_naming_it(tmp_path):
-    root = _root(tmp_path, **{"job.py": LOCAL_MODULE_JOB, "patterns.py": "import re\nSALARY_RE = re.compile(r'[$,]')\n"})
-    with pytest.raises(ToolError, match=r"imports the local module 'patterns' \(patterns.py beside job.py\).*nothing was created.*Copy what the UDF uses"):
+def test_a_local_module_the_udf_imports_is_carried_into_the_reference_and_its_digest_recorded(tmp_path):
+    root = _root(tmp_path, **{"job.py": LOCAL_MODULE_JOB, "patterns.py": "import re\n\nSALARY_RE = re.compile(r'[$,]')\nUNUSED = object()\n"})
+    created = workspaces.init_workspace(root, "job.py", "strip_salary")
+    source = (Path(created.workspace) / "original" / "udf.py").read_text()
+    assert "SALARY_RE = re.compile" in source and "from patterns import" not in source and "UNUSED" not in source
+    config = Workspace.open(root, created.workspace).config
+    assert config.udf.modules == {"patterns.py": hashlib.sha256((tmp_path / "patterns.py").read_bytes()).hexdigest()}
+    assert any("patterns.py" in note and "sha256" in note for note in created.notes)
+    assert workspace_derivation.rederive(root, Path(created.workspace), config).matches
+    # the job's module changed after init: the workspace no longer matches what its sources give
+    (tmp_path / "patterns.py").write_text("import re\n\nSALARY_RE = re.compile(r'[$,.]')\nUNUSED = object()\n")
+    problems = workspace_derivation.rederive(root, Path(created.workspace), config).problems
+    assert any("[udf]" in p for p in problems) and any("original/udf.py differs" in p for p in problems)
+
+
+PROJECT = {
+    "proj/__init__.py": "",
+    "proj/lib/__init__.py": "",
+    "proj/lib/geo.py": '''
+        import math
+
+        from pyspark.sql.functions import udf
+
+        EARTH_RADIUS_KM = 6371.0
+        ROUTES = {}  # unrelated state the UDF never reads
+
+
+        def _radians(degrees):
+            return math.radians(degrees)
+
+
+        def haversine(lat1, lon1, lat2, lon2):
+            if None in (lat1, lon1, lat2, lon2):
+                return None
+            a = math.sin((_radians(lat2) - _radians(lat1)) / 2) ** 2 + math.cos(_radians(lat1)) * math.cos(_radians(lat2)) * math.sin((_radians(lon2) - _radians(lon1)) / 2) ** 2
+            return 2 * EARTH_RADIUS_KM * math.asin(math.sqrt(a))
+    ''',
+    "proj/lib/patterns.py": "import re\n\nSPACES = re.compile(r'\\s+')\n",
+    "proj/lib/text.py": '''
+        from .patterns import *
+
+
+        def squash(text):
+            return SPACES.sub(" ", text.strip())
+    ''',
+    "proj/jobs/__init__.py": "",
+    "proj/jobs/settings.py": "SUFFIX = '!'\nBATCH = 500\n",
+    "proj/jobs/daily.py": '''
+        from pyspark.sql import functions as F
+        from pyspark.sql.functions import udf
+        from pyspark.sql.types import DoubleType
+
+        from proj.lib.geo import haversine
+        from ..lib import text
+        from . import settings as cfg
+
+        distance_km = udf(haversine, DoubleType())
+
+
+        @udf("string")
+        def shout(s: str) -> str:
+            return None if s is None else text.squash(s).upper() + cfg.SUFFIX
+
+
+        def main(spark, path):
+            spark.read.parquet(path).select(distance_km("a", "b", "c", "d"), shout("name")).show()
+    ''',
+    "proj/jobs/uses_udfs_module.py": '''
+        from proj.jobs.udfs import tidy
+
+
+        def main(spark, path):
+            spark.read.parquet(path).select(tidy("name")).show()
+    ''',
+    "proj/jobs/udfs.py": '''
+        from pyspark.sql.functions import udf
+
+        from ..lib.text import squash
+
+
+        @udf("string")
+        def tidy(s: str) -> str:
+            return None if s is None else squash(s).lower()
+    ''',
+}
+
+
+def _project(tmp_path: Path, files_: dict[str, str]) -> SandboxRoot:
+    for name, text in files_.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
+    return SandboxRoot(tmp_path)
+
+
+def _run(source: str, function: str, *args):
+    namespace: dict = {}
+    exec(compile(source, "udf.py", "exec"), namespace)
+    return namespace[function](*args)
+
+
+def test_a_udf_wrapping_a_function_of_the_projects_own_module_is_extracted_from_that_module(tmp_path):
+    root = _project(tmp_path, PROJECT)
+    derived = workspace_derivation.derive(root, "proj/jobs/daily.py", "distance_km", {k: "double" for k in ("lat1", "lon1", "lat2", "lon2")})
+    source = derived.module_source
+    assert derived.config.udf.function == "haversine" and set(derived.config.udf.modules) == {"proj/lib/geo.py"}
+    assert "EARTH_RADIUS_KM = 6371.0" in source and "def _radians" in source and "ROUTES" not in source and "import proj" not in source
+    assert _run(source, "haversine", 0.0, 0.0, 0.0, 1.0) == 2 * 6371.0 * math.asin(math.sin(math.radians(1.0) / 2))
+
+
+def test_names_read_through_relative_star_and_module_imports_are_followed_into_each_module(tmp_path):
+    root = _project(tmp_path, PROJECT)
+    derived = workspace_derivation.derive(root, "proj/jobs/daily.py", "shout")
+    source = derived.module_source
+    assert set(derived.config.udf.modules) == {"proj/lib/patterns.py", "proj/lib/text.py", "proj/jobs/settings.py"}
+    assert "BATCH" not in source and "import *" not in source  # only what the UDF reads
+    assert _run(source, "shout", "  a \t b ") == "A B!"
+
+
+def test_a_udf_the_job_imports_from_its_udfs_module_is_extracted_from_there(tmp_path):
+    root = _project(tmp_path, PROJECT)
+    derived = workspace_derivation.derive(root, "proj/jobs/uses_udfs_module.py", "tidy")
+    assert derived.config.udf.source == "proj/jobs/udfs.py" and set(derived.config.udf.modules) == {"proj/lib/text.py", "proj/lib/patterns.py"}
+    assert "imports UDF 'tidy' from proj/jobs/udfs.py" in derived.extracted.notes[0]
+    assert _run(derived.module_source, "tidy", " A  B ") == "a b"
+
+
+@pytest.mark.parametrize(
+    "job, refusal",
+    [
+        # two files binding one name the UDF needs: one module cannot hold both
+        ("from rates import RATE as TAX\n\nRATE = 0.5\n", r"needs 'RATE' from rates.py \(line 1\) and job.py \(line 4\).*Rename one"),
+        # a local module passed around as a value: only names read as module.NAME can be carried
+        ("import rates\n\nRATE = getattr(rates, 'RATE')\nTAX = rates\n", r"uses the local module rates \(rates.py\) as a value.*import those names"),
+    ],
+)
+def test_local_modules_the_extraction_cannot_carry_faithfully_are_refused_saying_why(tmp_path, job, refusal):
+    udf_text = "from pyspark.sql.functions import udf\n" + job + "\n\n@udf('double')\ndef taxed(x: float) -> float:\n    return x * (1 + TAX) * RATE\n"
+    with pytest.raises(ToolError, match=refusal):
+        workspace_derivation.derive(_project(tmp_path, {"rates.py": "RATE = 0.2\n", "job.py": udf_text}), "job.py", "taxed")
+
+
+def test_a_local_module_imported_inside_the_udf_is_refused_at_init_saying_where_to_import_it(tmp_path):
+    job = LOCAL_MODULE_JOB.replace("from patterns import SALARY_RE\n", "").replace("    return None", "    from patterns import SALARY_RE\n\n    return None")
+    root = _root(tmp_path, **{"job.py": job, "patterns.py": "import re\nSALARY_RE = re.compile(r'[$,]')\n"})
+    with pytest.raises(ToolError, match=r"imports the local module 'patterns' \(patterns.py beside job.py\) where init_workspace does not follow it.*at module level"):
         workspaces.init_workspace(root, "job.py", "strip_salary")
-    assert not (tmp_path / "aether_workspaces").exists() or not any((tmp_path / "aether_workspaces").iterdir())
+    assert not (tmp_path / "aether_workspaces" / "strip_salary").exists()
 
 
 def test_a_library_that_is_not_installed_is_refused_at_init_saying_what_to_install(tmp_path):
