@@ -8,10 +8,11 @@ CuPy, pandas or cuDF itself:
 - `xp` is NumPy on the CPU backend and CuPy on the GPU backend; `xdf` is pandas or cuDF.
 - `array(s, dtype, na_value)` is a column's values as an `xp` array, nulls replaced by `na_value`.
 - `series(values, null=mask, index=...)` is an `xdf` Series of `values` whose null mask is `null`.
+- `struct({"min": a, "max": b}, null=mask)` is a struct Series (a struct result with null structs).
 
-Columns reach `evaluate` as pandas Series with nullable dtypes (CPU) or as cuDF Series (GPU),
-null and NaN apart in both; the harness turns them into Arrow and back (`from_arrow`,
-`to_arrow`). Which backend a process uses is decided once, from `AETHER_BACKEND` ("cpu" or
+Columns reach `evaluate` as pandas Series with nullable dtypes (CPU; arrays, structs and maps
+Arrow-backed, `pd.ArrowDtype`) or as cuDF Series (GPU), null and NaN apart in both, at every
+depth; the harness turns them into Arrow and back (`from_arrow`, `to_arrow`). Which backend a process uses is decided once, from `AETHER_BACKEND` ("cpu" or
 "gpu"), which the server sets for every process that runs candidate code. Nothing here imports
 CuPy, cuDF or numba until a GPU process asks for them, so the default install never needs them.
 
@@ -329,8 +330,12 @@ def from_arrow(column: Any) -> Any:
 
 
 def to_arrow(result: Any, arrow_type: Any) -> Any:
-    """`evaluate`'s result as an Arrow array of `arrow_type`: the one copy back to the host."""
-    from aether_mcp.arrow_udf import series_to_arrow
+    """`evaluate`'s result as an Arrow array of `arrow_type` (None: the type it has): the one copy back to the host.
+
+    A struct result may be a DataFrame with one column per field (PySpark's convention; no row of
+    it is a null struct) or a struct Series (`struct`, which can hold null structs).
+    """
+    from aether_mcp.arrow_udf import frame_to_struct, series_to_arrow
 
     current = active()
     if current.name == "gpu":
@@ -339,10 +344,35 @@ def to_arrow(result: Any, arrow_type: Any) -> Any:
             if xdf is None:
                 return series_to_arrow(series(result), arrow_type)
             result = xdf.Series(result, nan_as_null=False)
+        if xdf is not None and isinstance(result, xdf.DataFrame):
+            return frame_to_struct(result, arrow_type, to_arrow)
         if xdf is not None and isinstance(result, xdf.Series):
             converted = result.to_arrow()
-            return converted if converted.type == arrow_type else converted.cast(arrow_type)
+            return converted if arrow_type is None or converted.type == arrow_type else converted.cast(arrow_type)
     return series_to_arrow(result, arrow_type)
+
+
+def struct(fields: dict[str, Any], null: Any = None, index: Any = None) -> Any:
+    """A struct Series from one Series (or xp array) per field, in order; null where `null` is true.
+
+    What a vectorized candidate returns for a struct result that has null structs (a DataFrame,
+    PySpark's convention, cannot say that a whole struct is null). Each field keeps its own nulls
+    and NaNs. On the CPU backend a pandas Series of `pd.ArrowDtype(struct<...>)`; on the GPU
+    backend with cuDF a cuDF struct Series.
+    """
+    import numpy
+    import pandas
+    import pyarrow
+
+    current = active()
+    children = [to_arrow(values if hasattr(values, "to_arrow") or hasattr(values, "array") else series(values), None) for values in fields.values()]
+    if null is not None and current.name == "gpu" and isinstance(null, current.xp.ndarray):
+        null = current.xp.asnumpy(null)
+    mask = None if null is None else pyarrow.array(numpy.asarray(null, dtype=bool))
+    combined = pyarrow.StructArray.from_arrays(children, names=list(fields), mask=mask)
+    if current.name == "gpu" and current.xdf is not None:
+        return current.xdf.Series.from_arrow(combined)
+    return pandas.Series(pandas.arrays.ArrowExtensionArray(combined), index=index if isinstance(index, pandas.Index) else None, copy=False)
 
 
 def synchronize() -> None:
