@@ -365,9 +365,9 @@ def _accept(value: Any) -> None:
     return None
 
 
-def _convenience(index: int, value: Any, spark_field: T.StructField) -> Any:
-    data_type = spark_field.dataType
-    # Lossless conveniences only: 3 for a double column is 3.0, "1.50" for a decimal is Decimal("1.50").
+def _convenience(index: int, value: Any, spark_field: T.StructField, data_type: T.DataType | None = None) -> Any:
+    data_type = spark_field.dataType if data_type is None else data_type
+    # Lossless conveniences only: 3 for a double column is 3.0, "1.50" for a decimal is Decimal("1.50"), at every depth.
     if isinstance(value, int) and not isinstance(value, bool) and isinstance(data_type, (T.DoubleType, T.FloatType)):
         return float(value)
     if isinstance(value, (int, str)) and not isinstance(value, bool) and isinstance(data_type, T.DecimalType):
@@ -375,6 +375,15 @@ def _convenience(index: int, value: Any, spark_field: T.StructField) -> Any:
             return Decimal(value)
         except ArithmeticError as exc:
             raise BadRows(f"row {index}, argument {spark_field.name!r}: {value!r} is not a decimal") from exc
+    if isinstance(value, list) and isinstance(data_type, T.ArrayType):
+        return [_convenience(index, item, spark_field, data_type.elementType) for item in value]
+    if isinstance(value, dict) and isinstance(data_type, T.StructType):
+        unknown = [key for key in value if key not in data_type.names]
+        if unknown:
+            raise BadRows(f"row {index}, argument {spark_field.name!r}: {unknown[0]!r} is not a field of {data_type.simpleString()}; write a struct as a dict keyed by its field names")
+        return type(value)((field.name, _convenience(index, value.get(field.name), spark_field, field.dataType)) for field in data_type.fields)
+    if isinstance(value, dict) and isinstance(data_type, T.MapType):
+        return {_convenience(index, key, spark_field, data_type.keyType): _convenience(index, item, spark_field, data_type.valueType) for key, item in value.items()}
     return value
 
 

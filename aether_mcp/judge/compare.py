@@ -2,7 +2,8 @@
 
 Policy (DESIGN.md): null matches only null, NaN only NaN, +0.0 and -0.0 are distinct,
 infinities keep their sign, floats are compared bit for bit unless a tolerance in ULPs is
-declared, and types must match (an int never equals a float). `classify` names the kind of the
+declared, and types must match (an int never equals a float). Arrays compare element by element,
+structs field by field and maps key by key (in any order), by the same rules at every depth. `classify` names the kind of the
 first difference; `difference` gives it in words; both return None for identical values.
 """
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from aether_mcp.wire.value_codec import Raised
+from aether_mcp.wire.value_codec import Raised, Struct, dumps
 
 RAISE_KIND = "original raised, candidate returned"
 KINDS = ("value", "null vs value", "NaN", "sign of zero", "type", "exception", "length", "keys", RAISE_KIND)
@@ -72,16 +73,28 @@ def classify(expected: Any, actual: Any, ulp_tolerance: int = 0, path: str = "")
                 return found
         return None
     if isinstance(expected, dict):
-        if set(expected) != set(actual):
-            return Difference("keys", f"keys{where}: expected {sorted(map(repr, expected))}, got {sorted(map(repr, actual))}")
-        for key in expected:
-            found = classify(expected[key], actual[key], ulp_tolerance, f"{path}[{key!r}]")
-            if found:
-                return found
-        return None
+        return _dict_difference(expected, actual, ulp_tolerance, path, where)
     if expected == actual:
         return None
     return Difference("value", f"value{where}: expected {_show(expected)}, got {_show(actual)}")
+
+
+def _dict_difference(expected: dict, actual: dict, ulp_tolerance: int, path: str, where: str) -> Difference | None:
+    """A map (keys in any order) or a struct (field names in field order), value by value under the same rules.
+
+    Map keys are matched exactly, as the codec writes them: 0.0 and -0.0, 1 and True are different keys.
+    """
+    if isinstance(expected, Struct) and isinstance(actual, Struct) and list(expected) != list(actual):
+        return Difference("keys", f"keys{where}: expected the fields {list(expected)}, got {list(actual)}")
+    expected_keys = {dumps(key): key for key in expected}
+    actual_keys = {dumps(key): key for key in actual}
+    if set(expected_keys) != set(actual_keys):
+        return Difference("keys", f"keys{where}: expected {sorted(map(repr, expected))}, got {sorted(map(repr, actual))}")
+    for token, key in expected_keys.items():
+        found = classify(expected[key], actual[actual_keys[token]], ulp_tolerance, f"{path}[{key!r}]")
+        if found:
+            return found
+    return None
 
 
 def ulp_distance(a: float, b: float) -> int:
@@ -118,6 +131,8 @@ def _kind(value: Any) -> str:
         return "int"
     if isinstance(value, tuple):
         return "list"
+    if isinstance(value, dict):
+        return "dict"  # a Struct is a dict too: a case written as a dict literal matches it
     if isinstance(value, (bytes, bytearray)):
         return "bytes"
     return type(value).__name__

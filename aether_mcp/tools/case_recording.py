@@ -14,6 +14,7 @@ from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.wire.value_codec import Raised
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.input_json import from_json_row, session_naive, to_json_row
+from aether_mcp.nested_values import typed
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import parse_type
 from aether_mcp.test_freeze import refuse_if_frozen
@@ -50,7 +51,8 @@ def record_cases(root: SandboxRoot, workers: WorkerPool, workspace: str, inputs:
     zone = zoneinfo.ZoneInfo(opened.config.spark.conf.get("spark.sql.session.timeZone", "UTC"))
     rows = [[session_naive(value, zone) for value in from_json_row(row, types, [a.name for a in args], index)] for index, row in enumerate(inputs)]
     cases_path = opened.path / TESTS_DIR / "cases.py"
-    existing = {value_codec.dumps(row) for row in read_case_rows(cases_path)}
+    # Cases hold a struct as a plain dict; marked by type, it compares with the new rows' structs.
+    existing = {value_codec.dumps([typed(value, data_type) for value, data_type in zip(row, types)]) for row in read_case_rows(cases_path)}
     fresh, duplicates, seen = [], [], set(existing)
     for row in rows:
         key = value_codec.dumps(row)

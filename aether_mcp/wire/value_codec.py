@@ -16,6 +16,17 @@ from decimal import Decimal
 from typing import Any
 
 
+class Struct(dict):
+    """A struct value: field name -> value, in field order.
+
+    A dict, so it compares, prints and is written into cases.py as one; the type says that it is a
+    struct and not a map, which a decoded value cannot say otherwise. `nested_values.as_udf_argument`
+    turns it into the pyspark Row that Spark hands a Python UDF.
+    """
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
 class Raised:
     """In place of an output: evaluating the target on this row raised `type` with `message`."""
@@ -48,6 +59,8 @@ def encode(value: Any) -> Any:
     fields = getattr(value, "__fields__", None)
     if isinstance(value, tuple) and fields is not None:  # pyspark Row: a struct value
         return {"$t": "struct", "v": [[name, encode(item)] for name, item in zip(fields, value)]}
+    if isinstance(value, Struct):
+        return {"$t": "struct", "v": [[name, encode(item)] for name, item in value.items()]}
     if isinstance(value, (list, tuple)):
         return [encode(item) for item in value]
     if isinstance(value, dict):
@@ -58,7 +71,7 @@ def encode(value: Any) -> Any:
 
 
 def decode(value: Any) -> Any:
-    """The value `encode` encoded; structs come back as dicts in field order."""
+    """The value `encode` encoded; structs come back as `Struct`s (dicts in field order), maps as dicts."""
     if isinstance(value, list):
         return [decode(item) for item in value]
     if not isinstance(value, dict):
@@ -74,7 +87,9 @@ def decode(value: Any) -> Any:
         return dt.date.fromisoformat(value["v"])
     if tag == "raised":
         return Raised(value["type"], value["message"])
-    if tag in ("map", "struct"):
+    if tag == "struct":
+        return Struct((name, decode(item)) for name, item in value["v"])
+    if tag == "map":
         return {_hashable(decode(k)): decode(v) for k, v in value["v"]}
     raise ValueError(f"unknown encoded value {value!r}")
 
