@@ -2,8 +2,9 @@
 
 Nulls, empties, zeros and -0.0, NaN and infinities, the type's min and max, tiny and huge
 magnitudes, rounding ties, leap days and epoch edges, decimal scale edges, empty and
-single-element arrays, and the Unicode and whitespace oddities that separate Python's string
-rules from Spark's (tabs, NBSP, U+3000, U+001C, combining marks, non-ASCII digits).
+single-element arrays, structs whose fields are all null and each field at its edges, empty maps
+and maps with null values and edge keys, and the Unicode and whitespace oddities that separate
+Python's string rules from Spark's (tabs, NBSP, U+3000, U+001C, combining marks, non-ASCII digits).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from pyspark.sql import types as T
 
 from aether_mcp.spark_types import parse_type
+from aether_mcp.wire.value_codec import Struct
 from aether_mcp.workspace import WorkspaceConfig
 
 INTEGER_RANGES = {
@@ -75,7 +77,44 @@ def edge_values(data_type: T.DataType) -> list[Any]:
     elif isinstance(data_type, T.ArrayType):
         element = [v for v in edge_values(data_type.elementType)]
         values += [[], [None]] + [[v] for v in element[1:]] + [element[1:4], element[1:] * 2]
+    elif isinstance(data_type, T.StructType):
+        values += struct_edges(data_type)
+    elif isinstance(data_type, T.MapType):
+        values += map_edges(data_type)
     return values
+
+
+def struct_edges(data_type: T.StructType) -> list[Struct]:
+    """Every field null (not the same as a null struct), then each field swept through its edges with the others typical."""
+    typical = Struct((field.name, _typical(field.dataType)) for field in data_type.fields)
+    edges = [Struct((field.name, None) for field in data_type.fields), typical]
+    for field in data_type.fields:
+        for value in edge_values(field.dataType):
+            edges.append(Struct({**typical, field.name: value}))
+    return edges
+
+
+def map_edges(data_type: T.MapType) -> list[dict]:
+    """The empty map, a null value, each key edge and each value edge alone, and several entries at once."""
+    keys = map_keys(edge_values(data_type.keyType))
+    values = edge_values(data_type.valueType)
+    key, value = _typical(data_type.keyType), _typical(data_type.valueType)
+    edges: list[dict] = [{}, {key: None}]
+    edges += [{k: value} for k in keys]
+    edges += [{key: v} for v in values[1:]]
+    edges.append(dict(zip(keys, values[1:] * (len(keys) // max(1, len(values) - 1) + 1))))
+    return edges
+
+
+def map_keys(values: list[Any]) -> list[Any]:
+    """The values that can be map keys, each once: Spark keys are never null; NaN and -0.0 are left out
+    (a dict cannot hold NaN once, nor 0.0 and -0.0 apart)."""
+    found: dict[str, Any] = {}
+    for value in values:
+        if value is None or (isinstance(value, float) and (value != value or (value == 0 and str(value).startswith("-")))):
+            continue
+        found.setdefault(repr(value) + type(value).__name__, value)
+    return list(found.values())
 
 
 def decimal_edges(data_type: T.DecimalType) -> list[Decimal]:
@@ -111,11 +150,17 @@ def edge_rows(config: WorkspaceConfig, base_rows: list[list[Any]]) -> list[list[
 
 
 def _typical(data_type: T.DataType) -> Any:
-    values = edge_values(data_type)
     if isinstance(data_type, (T.DoubleType, T.FloatType)):
         return 1.0
     if isinstance(data_type, T.StringType):
         return "a"
+    if isinstance(data_type, T.ArrayType):
+        return [_typical(data_type.elementType)]
+    if isinstance(data_type, T.StructType):
+        return Struct((field.name, _typical(field.dataType)) for field in data_type.fields)
+    if isinstance(data_type, T.MapType):
+        return {_typical(data_type.keyType): _typical(data_type.valueType)}
+    values = edge_values(data_type)
     return values[2] if len(values) > 2 else values[-1]
 
 

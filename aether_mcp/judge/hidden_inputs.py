@@ -17,9 +17,10 @@ from typing import Any, Callable
 
 from pyspark.sql import types as T
 
-from aether_mcp.judge.edge_inputs import INTEGER_RANGES, _float32, edge_values
+from aether_mcp.judge.edge_inputs import INTEGER_RANGES, _float32, edge_values, map_keys
 from aether_mcp.judge.mined_values import MinedValues, boundary_values
 from aether_mcp.spark_types import parse_type
+from aether_mcp.wire.value_codec import Struct
 from aether_mcp.workspace import WorkspaceConfig
 
 PROFILES = ("mixed", "mostly_null", "constant", "mined", "wide")
@@ -90,6 +91,14 @@ class _ValueSource:
         self.mined = mined
         self.rng = rng
         self.edges = edge_values(data_type)[1:]
+        # Nested types draw each element, field, key and value from a source of its own type.
+        self.children: list[_ValueSource] = []
+        if isinstance(data_type, T.ArrayType):
+            self.children = [_ValueSource(data_type.elementType, mined, rng)]
+        elif isinstance(data_type, T.StructType):
+            self.children = [_ValueSource(field.dataType, mined, rng) for field in data_type.fields]
+        elif isinstance(data_type, T.MapType):
+            self.children = [_ValueSource(data_type.keyType, mined, rng), _ValueSource(data_type.valueType, mined, rng)]
 
     def draw(self, profile: str) -> Any:
         rng = self.rng
@@ -110,8 +119,13 @@ class _ValueSource:
     def value(self, mined: bool) -> Any:
         data_type = self.type
         if isinstance(data_type, T.ArrayType):
-            element = _ValueSource(data_type.elementType, self.mined, self.rng)
-            return [element.draw("mixed") for _ in range(self.rng.choice([0, 1, 1, 2, 3, 5]))]
+            return [self.children[0].draw("mixed") for _ in range(self.rng.choice([0, 1, 1, 2, 3, 5]))]
+        if isinstance(data_type, T.StructType):
+            return Struct((field.name, source.draw("mixed")) for field, source in zip(data_type.fields, self.children))
+        if isinstance(data_type, T.MapType):
+            keys, values = self.children
+            drawn = map_keys([keys.value(mined) for _ in range(self.rng.choice([0, 1, 1, 2, 3, 5]))])
+            return {key: values.draw("mixed") for key in drawn}
         if isinstance(data_type, T.BooleanType):
             return self.rng.random() < 0.5
         if type(data_type) in INTEGER_RANGES:

@@ -3,7 +3,7 @@
 A comparison needs rows on which the original returns: a row the original raises on only shows
 that the candidate fails too. When too few generated rows returned, byte_compare learns here
 which simple features of an argument (null, NaN, a sign, a magnitude, an empty or blank string,
-an empty array) the original raises on nearly always, and draws more rows without them.
+an empty array or map, a struct or map holding a null) the original raises on nearly always, and draws more rows without them.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ def features(value: Any) -> list[str]:
         return found
     if isinstance(value, (list, tuple)):
         return ["empty"] if not value else ["holding a null"] if any(item is None for item in value) else []
+    if isinstance(value, dict):  # a struct's fields or a map's values
+        return ["empty"] if not value else ["holding a null"] if any(item is None for item in value.values()) else []
     return []
 
 

@@ -11,6 +11,8 @@ import math
 from decimal import Decimal
 from typing import Any
 
+from aether_mcp.wire.value_codec import Struct
+
 MAX_STRING_DELETIONS = 48
 
 
@@ -36,6 +38,8 @@ def complexity(value: Any) -> int:
         return len(str(abs(value.toordinal() - dt.date(1970, 1, 1).toordinal())))
     if isinstance(value, list):
         return 1 + sum(complexity(item) for item in value)
+    if isinstance(value, dict):
+        return 1 + sum(complexity(key) + complexity(item) for key, item in value.items())
     return 10
 
 
@@ -79,6 +83,15 @@ def variants(value: Any) -> list[Any]:
         found = [value[:i] + value[i + 1 :] for i in range(len(value))]
         for index, item in enumerate(value):
             found += [value[:index] + [simpler] + value[index + 1 :] for simpler in variants(item)[:3]]
+    elif isinstance(value, Struct):
+        # A struct keeps its fields: each one simpler, or null.
+        for name, item in value.items():
+            found += [Struct({**value, name: simpler}) for simpler in ([None] if item is not None else []) + variants(item)[:3]]
+    elif isinstance(value, dict):
+        # A map loses entries, or keeps them with simpler values.
+        found = [{k: v for k, v in value.items() if k is not key} for key in value]
+        for key, item in value.items():
+            found += [{**value, key: simpler} for simpler in variants(item)[:3]]
     limit = complexity(value)
     unique: list[Any] = []
     for candidate in found:
