@@ -201,7 +201,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         description=(
             "Constraints: `inputs` is a list of 1..1000 argument rows in UDF order, JSON values converted by the "
             "declared argument types (floats may be \"NaN\", \"Infinity\", \"-Infinity\", \"-0.0\"; decimals numbers "
-            "or strings; dates \"YYYY-MM-DD\"; timestamps ISO 8601; binary {\"hex\": \"..\"}); refused while the tests "
+            "or strings; dates \"YYYY-MM-DD\"; timestamps ISO 8601; binary {\"hex\": \"..\"}; arrays JSON arrays; structs "
+            "objects keyed by field name; maps objects, or lists of [key, value] pairs); refused while the tests "
             "are frozen. Runs the original on the rows through Spark (reference worker) and appends them to "
             "tests/cases.py with the original's output as `expected`, or the exception it raised as `raises`; rows "
             "already there are skipped. `why` (optional) is stored with each case."
@@ -348,7 +349,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         description=(
             "Constraints: `candidate` names candidate/<name>.py; hidden_rows 0..200000 (default 20000); argument "
             "and return types must be boolean, integers, float, double, decimal, string, binary, date, timestamp "
-            "or arrays of these; needs Java 17+. Runs the original (reference worker) and the candidate "
+            "or arrays, maps and structs of these (init_workspace refuses others); needs Java 17+. Runs the original (reference worker) and the candidate "
             "(candidate worker, with a batch shape drawn per call) on every row of tests/cases.py, an edge corpus "
             "of the argument types, and hidden rows generated from a fresh secret seed around the constants and "
             "literals of the original; compares every output in the server, exactly (null only null, NaN only "

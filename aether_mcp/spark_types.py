@@ -168,8 +168,9 @@ class _TypeParser:
         raise UnknownSparkType(self.text)
 
 
-# Types whose values the comparison tools generate and compare (arrays of these included).
-COMPARABLE_TYPES = (
+# Scalar types whose values every tool generates, converts and compares; arrays, maps and structs
+# of these, nested to any depth, are supported too. `unsupported_part` is the one place that says so.
+SUPPORTED_SCALARS = (
     T.BooleanType,
     T.ByteType,
     T.ShortType,
@@ -183,15 +184,41 @@ COMPARABLE_TYPES = (
     T.DateType,
     T.TimestampType,
 )
+SUPPORTED_TYPES_TEXT = (
+    "boolean, tinyint, smallint, int, bigint, float, double, decimal(p,s), string, binary, date, timestamp, "
+    "and array<T>, map<K,V> (K one of those), struct<name:T,...> of these, nested to any depth"
+)
 
 
 def unsupported_part(data_type: T.DataType) -> str | None:
-    """The name of the first part of `data_type` the comparison tools do not support, or None."""
+    """The name of the first part of `data_type` the tools do not support (e.g. `timestamp_ntz`), or None.
+
+    The single source of truth for what init_workspace accepts and every later tool handles.
+    """
     if isinstance(data_type, T.ArrayType):
-        element = data_type.elementType
-        if isinstance(element, T.ArrayType):
-            return element.simpleString()
-        return unsupported_part(element)
-    if isinstance(data_type, COMPARABLE_TYPES):
+        return unsupported_part(data_type.elementType)
+    if isinstance(data_type, T.MapType):
+        if isinstance(data_type.keyType, (T.ArrayType, T.MapType, T.StructType)):
+            return f"{data_type.simpleString()} (a map whose keys are {data_type.keyType.typeName()}s)"
+        return unsupported_part(data_type.keyType) or unsupported_part(data_type.valueType)
+    if isinstance(data_type, T.StructType):
+        if not data_type.fields:
+            return data_type.simpleString()
+        names = [field.name for field in data_type.fields]
+        if len(set(names)) != len(names):
+            return f"{data_type.simpleString()} (a struct with duplicate field names)"
+        return next((part for field in data_type.fields if (part := unsupported_part(field.dataType))), None)
+    if isinstance(data_type, SUPPORTED_SCALARS):
         return None
     return data_type.simpleString()
+
+
+def field_names(data_type: T.DataType) -> set[str]:
+    """The names of every struct field inside `data_type`, at any depth: part of the UDF's declared contract."""
+    if isinstance(data_type, T.StructType):
+        return {f.name for f in data_type.fields}.union(*(field_names(f.dataType) for f in data_type.fields))
+    if isinstance(data_type, T.ArrayType):
+        return field_names(data_type.elementType)
+    if isinstance(data_type, T.MapType):
+        return field_names(data_type.keyType) | field_names(data_type.valueType)
+    return set()

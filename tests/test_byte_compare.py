@@ -203,11 +203,6 @@ def test_refusals(root, workspace, workers, tmp_path):
     files.write_file(root, workspace, "candidate/fee_sql.py", SQL_CANDIDATE)
     with pytest.raises(ToolError, match="hidden_rows must be between 0 and 200000"):
         byte_compare(root, workers, workspace, "fee_sql", hidden_rows=-1)
-    (root.path / "jobs" / "maps.py").write_text("from pyspark.sql.functions import udf\n\n@udf('int')\ndef size(m: dict[str, int]) -> int:\n    return len(m)\n")
-    maps = workspaces.init_workspace(root, "jobs/maps.py", "size").workspace
-    files.write_file(root, maps, "candidate/c.py", sql("return F.size(cols[0])"))
-    with pytest.raises(ToolError, match=r"does not support map<string,bigint> yet \(argument 'm'"):
-        byte_compare(root, workers, maps, "c")
     (Path(workspace) / "original" / "udf.py").write_text("def shipping_fee(weight, express):\n    return 1.0\n")
     with pytest.raises(ToolError, match="edited behind the server's back"):
         byte_compare(root, workers, workspace, "fee_sql")

@@ -40,7 +40,7 @@ from aether_mcp.bench_data import RAISE_REGIONS
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.test_freeze import require_frozen_tests_intact
-from aether_mcp.spark_types import parse_type, unsupported_part
+from aether_mcp.spark_types import SUPPORTED_TYPES_TEXT, parse_type, unsupported_part
 from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace, new_run_id
 
 Source = Literal["tests", "edge", "hidden"]
@@ -583,14 +583,15 @@ def _show(value: Any) -> str:
 
 
 def _check_types(workspace: Workspace) -> None:
+    # init_workspace refuses these types; a workspace made before that check still gets a clear answer.
     udf = workspace.config.udf
     for arg in udf.args:
         part = unsupported_part(parse_type(arg.type))
         if part:
-            raise ToolError(f"byte_compare does not support {part} yet (argument {arg.name!r} is {arg.type}); supported: boolean, tinyint..bigint, float, double, decimal, string, binary, date, timestamp and arrays of these.")
+            raise ToolError(f"byte_compare does not support {part} yet (argument {arg.name!r} is {arg.type}); supported: {SUPPORTED_TYPES_TEXT}.")
     part = unsupported_part(parse_type(udf.return_type))
     if part:
-        raise ToolError(f"byte_compare does not support {part} yet (the UDF returns {udf.return_type}); supported: boolean, tinyint..bigint, float, double, decimal, string, binary, date, timestamp and arrays of these.")
+        raise ToolError(f"byte_compare does not support {part} yet (the UDF returns {udf.return_type}); supported: {SUPPORTED_TYPES_TEXT}.")
 
 
 def _contract_problems(workspace: Workspace, output_type: str, nullable: bool) -> list[str]:

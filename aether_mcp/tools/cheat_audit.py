@@ -35,6 +35,7 @@ from aether_mcp.judge.compare import RAISE_KIND
 from aether_mcp.wire.value_codec import Raised
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.spark_types import field_names, parse_type
 from aether_mcp.test_freeze import freeze_record, require_frozen_tests_intact
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import ByteCompareResult, Comparison, byte_compare
@@ -204,6 +205,9 @@ def _static_findings(workspace: Workspace, name: str) -> list[AuditFinding]:
         raise ToolError(f"{exc}; fix the candidate (run_tests shows the same problem) and audit again.") from None
     case_values = _case_literals(workspace)
     original_values = cheat_rules.source_literals(workspace.verified_original())
+    # Struct field names come from the declared types (aether.toml), not from the tests' expectations.
+    udf = workspace.config.udf
+    original_values |= set().union(*(field_names(parse_type(text)) for text in [udf.return_type, *(a.type for a in udf.args)]))
     entry_point = "build" if kind == "sql" else "evaluate"
     found: list[cheat_rules.RuleFinding] = []
     files = [path] + [p for p in cheat_rules.imported_workspace_modules(source, workspace.path / CANDIDATE_DIR, workspace.path) if p != path]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from aether_mcp import deviations, extraction_check, snapshot_store, test_freeze, workspace_derivation
 from aether_mcp.backend import BACKENDS
 from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.spark_types import SUPPORTED_TYPES_TEXT, parse_type, unsupported_part
 from aether_mcp.tools import spec_strength
 from aether_mcp.workspace import (
     CANDIDATE_DIR,
@@ -87,6 +88,7 @@ def init_workspace(
             raise ToolError(f"{exc}; nothing was created.") from exc
     derived = workspace_derivation.derive(root, source, udf, arg_types, return_type, benchmark_master, backend, whole_domain)
     config = derived.config
+    _refuse_unsupported_types(config)
 
     target = root.resolve(workspace or f"{DEFAULT_WORKSPACES_DIR}/{config.udf.name}", what="workspace")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
@@ -130,6 +132,18 @@ def init_workspace(
             "snapshot(workspace, label) once the tests pass",
         ],
     )
+
+
+def _refuse_unsupported_types(config: WorkspaceConfig) -> None:
+    """Refuse, before anything is created, a type the tools cannot generate, convert or compare yet."""
+    typed = [(f"argument {arg.name!r} is {arg.type}", arg.type) for arg in config.udf.args] + [(f"the UDF returns {config.udf.return_type}", config.udf.return_type)]
+    for where, text in typed:
+        part = unsupported_part(parse_type(text))
+        if part:
+            raise ToolError(
+                f"UDF {config.udf.name!r} uses {part}, which aether-mcp does not support yet ({where}); supported: {SUPPORTED_TYPES_TEXT}. "
+                "Nothing was created. If the job's column has another type, pass it in arg_types or return_type."
+            )
 
 
 class Gate(BaseModel):
