@@ -2,7 +2,8 @@
 
 init_workspace's proof that the extraction kept what the UDF needs. The module is compiled from
 the verified bytes of original/udf.py and the function called on each generated row (a pandas
-UDF on whole Series), as plain Python. What comes back is only what an extraction can break: an
+UDF on whole Series, a struct argument as a DataFrame), as plain Python, with structs as the Rows
+Spark gives a Python UDF. What comes back is only what an extraction can break: an
 import that fails, and the names a NameError named, with how many rows raised it and which of
 the job's star-imported modules (if any) would have provided each. Every other exception is the
 UDF's own behaviour and is counted, not judged.
@@ -28,6 +29,7 @@ def main(argv: list[str]) -> int:
 
 
 def check(request: dict[str, Any]) -> dict[str, Any]:
+    from aether_mcp.nested_values import as_udf_argument, pandas_argument
     from aether_mcp.wire import value_codec
 
     module = types.ModuleType("aether_original_check")
@@ -56,12 +58,10 @@ def check(request: dict[str, Any]) -> dict[str, Any]:
             other[exc.__class__.__name__] += 1
 
     if request["kind"] == "pandas":
-        import pandas as pd
-
-        call(*[pd.Series(list(column)) for column in zip(*rows)] if rows else [])
+        call(*[pandas_argument(list(column)) for column in zip(*rows)] if rows else [])
     else:
         for row in rows:
-            call(*row)
+            call(*[as_udf_argument(value) for value in row])
     return {
         "rows": len(rows), "name_errors": dict(names), "import_errors": dict(modules), "other_errors": dict(other),
         "star_provided": {name: _star_provider(name, request.get("star_imports") or []) for name in names},

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from aether_mcp.wire import value_codec
+from aether_mcp.wire.value_codec import Struct
 
 
 def capture_row(*args: Any) -> str:
@@ -20,11 +21,28 @@ def capture_row(*args: Any) -> str:
     return value_codec.dumps([_plain(value) for value in args])
 
 
-def capture_series(*series: pd.Series) -> pd.Series:
-    """A pandas UDF's batch as received: each row's values, with each column's dtype."""
-    dtypes = [str(s.dtype) for s in series]
-    rows = [value_codec.dumps({"values": [_plain(s.iloc[i]) for s in series], "dtypes": dtypes}) for i in range(len(series[0]))]
+def capture_series(*series: pd.Series | pd.DataFrame) -> pd.Series:
+    """A pandas UDF's batch as received: each row's values, with each column's dtype.
+
+    A struct argument arrives as a DataFrame (one column per field): its rows are recorded as
+    `Struct`s and its dtype as {"struct": {field: dtype}}, so `nested_values.captured_column`
+    rebuilds the same DataFrame.
+    """
+    dtypes = [_dtype(s) for s in series]
+    rows = [value_codec.dumps({"values": [_value(s, i) for s in series], "dtypes": dtypes}) for i in range(len(series[0]))]
     return pd.Series(rows, index=series[0].index, dtype=object)
+
+
+def _dtype(column: pd.Series | pd.DataFrame) -> Any:
+    if isinstance(column, pd.DataFrame):
+        return {"struct": {str(name): str(kind) for name, kind in column.dtypes.items()}}
+    return str(column.dtype)
+
+
+def _value(column: pd.Series | pd.DataFrame, index: int) -> Any:
+    if isinstance(column, pd.DataFrame):
+        return Struct((str(name), _plain(column[name].iloc[index])) for name in column.columns)
+    return _plain(column.iloc[index])
 
 
 def _plain(value: Any) -> Any:
@@ -38,6 +56,8 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, (list, tuple)) and not hasattr(value, "__fields__"):
         return [_plain(item) for item in value]
+    if isinstance(value, dict):  # a map (or, in a pandas UDF, a struct nested in an array or map)
+        return {key: _plain(item) for key, item in value.items()}
     return value
 
 

@@ -25,7 +25,8 @@ from typing import Any, Callable
 
 from aether_mcp.wire import value_codec
 from aether_mcp.judge.compare import classify
-from aether_mcp.wire.value_codec import Raised
+from aether_mcp.nested_values import as_udf_argument, captured_column, pandas_argument, rows_of, udf_result
+from aether_mcp.wire.value_codec import Raised, Struct
 
 PANDAS_DTYPES = {
     "double": "float64",
@@ -65,7 +66,7 @@ class Subject:
         results = []
         for args in inputs:
             try:
-                results.append(self._normalise(self.function(*args)))
+                results.append(self._normalise(self.function(*[as_udf_argument(value) for value in args])))
             except MutantTimeout:
                 raise
             except Exception as exc:
@@ -79,9 +80,9 @@ class Subject:
             return []
         if captured:
             dtypes = inputs[0]["dtypes"]
-            columns = [pd.Series([row["values"][i] for row in inputs], dtype=dtypes[i]) for i in range(len(dtypes))]
+            columns = [captured_column([row["values"][i] for row in inputs], dtypes[i]) for i in range(len(dtypes))]
             try:
-                result = list(self.function(*columns))
+                result = rows_of(self.function(*columns))
             except MutantTimeout:
                 raise
             except Exception as exc:
@@ -91,9 +92,9 @@ class Subject:
             return [self._normalise(value) for value in result]
         results = []
         for row in inputs:  # generated probes: one row per batch
-            columns = [pd.Series([_probe_value(value)], dtype=PANDAS_DTYPES.get(ddl, "object")) for value, ddl in zip(row, self.arg_types)]
+            columns = [pandas_argument([value]) if isinstance(value, Struct) else pd.Series([_probe_value(value)], dtype=PANDAS_DTYPES.get(ddl, "object")) for value, ddl in zip(row, self.arg_types)]
             try:
-                results.append(self._normalise(list(self.function(*columns))[0]))
+                results.append(self._normalise(rows_of(self.function(*columns))[0]))
             except MutantTimeout:
                 raise
             except Exception as exc:
@@ -110,6 +111,8 @@ class Subject:
                 return None
         if self.return_type in ("double", "float") and isinstance(value, int) and not isinstance(value, bool):
             return float(value) if self.use_arrow else None  # pickled rows: an int for a double is null
+        if self.return_type.startswith(("struct<", "map<", "array<")):
+            return udf_result(value, self.return_type, nan_is_null=self.kind == "pandas")
         return value
 
 

@@ -31,6 +31,7 @@ from aether_mcp.judge.mined_values import boundary_values, mine
 from aether_mcp.judge.mutants import generate_mutants
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.input_json import session_naive, to_json_row
+from aether_mcp.nested_values import typed
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import parse_type
 from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace, new_run_id
@@ -339,7 +340,9 @@ def _probe_rows(workspace: Workspace) -> list[list[Any]]:
     rows += edge_rows(config, cases)
     rows += hidden_rows(config, mine(workspace.verified_original()), PROBE_ROWS, secrets.randbits(64))
     zone = zoneinfo.ZoneInfo(config.spark.conf.get("spark.sql.session.timeZone", "UTC"))
-    return [[session_naive(value, zone) for value in row] for row in rows]
+    types = [parse_type(a.type) for a in config.udf.args]
+    # Structs marked as such, so the plain-Python runs hand the UDF the Rows Spark would.
+    return [[typed(session_naive(value, zone), data_type) for value, data_type in zip(row, types)] for row in rows]
 
 
 def _composed_rows(workspace: Workspace, cases: list[list[Any]]) -> list[list[Any]]:

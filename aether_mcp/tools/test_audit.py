@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from aether_mcp.wire import value_codec
+from aether_mcp.wire.value_codec import Struct
 from aether_mcp.judge.case_literals import NotALiteral, literal
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
@@ -222,34 +223,43 @@ def _duplicate_cases(workspace: Workspace) -> list[Finding]:
 
 def _canary_values(workspace: Workspace) -> list[object]:
     """Null, and fixed values of the return type that no real case is likely to expect."""
+    data_type = parse_type(workspace.config.udf.return_type)
+    if data_type.typeName() == "boolean":
+        return [None, True, False]
+    fixed = _canary(data_type)
+    return [None] if fixed is None else [None, fixed]
+
+
+def _canary(data_type: object) -> object:
+    """One fixed value of `data_type` (None where there is none): a struct of canaries, an empty array or map."""
     import datetime as dt
     from decimal import Decimal
 
     from pyspark.sql import types as T
 
-    data_type = parse_type(workspace.config.udf.return_type)
-    fixed: list[object]
     if isinstance(data_type, T.BooleanType):
-        fixed = [True, False]
-    elif isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
-        fixed = [97]
-    elif isinstance(data_type, (T.FloatType, T.DoubleType)):
-        fixed = [1234.5678]
-    elif isinstance(data_type, T.DecimalType):
-        fixed = [Decimal(7).scaleb(-data_type.scale)]
-    elif isinstance(data_type, T.StringType):
-        fixed = ["aether-canary"]
-    elif isinstance(data_type, T.BinaryType):
-        fixed = [b"aether-canary"]
-    elif isinstance(data_type, T.DateType):
-        fixed = [dt.date(1901, 2, 3)]
-    elif isinstance(data_type, T.TimestampType):
-        fixed = [dt.datetime(1901, 2, 3, 4, 5, 6)]
-    elif isinstance(data_type, T.ArrayType):
-        fixed = [[]]
-    else:
-        fixed = []
-    return [None, *fixed]
+        return True
+    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return 97
+    if isinstance(data_type, (T.FloatType, T.DoubleType)):
+        return 1234.5678
+    if isinstance(data_type, T.DecimalType):
+        return Decimal(7).scaleb(-data_type.scale)
+    if isinstance(data_type, T.StringType):
+        return "aether-canary"
+    if isinstance(data_type, T.BinaryType):
+        return b"aether-canary"
+    if isinstance(data_type, T.DateType):
+        return dt.date(1901, 2, 3)
+    if isinstance(data_type, T.TimestampType):
+        return dt.datetime(1901, 2, 3, 4, 5, 6)
+    if isinstance(data_type, T.ArrayType):
+        return []
+    if isinstance(data_type, T.MapType):
+        return {}
+    if isinstance(data_type, T.StructType):
+        return Struct((field.name, _canary(field.dataType)) for field in data_type.fields)
+    return None
 
 
 def _canary_findings(workspace: Workspace, workers: WorkerPool, canaries: list[object]) -> list[Finding]:
