@@ -3,7 +3,8 @@
 Numbers spread over a range around the constants the original compares against (so every
 branch sees traffic), with a share of exactly those constants; strings come from a Zipf-skewed
 vocabulary of the original's literals with the case and padding variants real data has; each
-column has nulls. Columns are generated with NumPy in chunks and written as Parquet row groups
+column has nulls. Arrays, structs and maps are built from columns of their element, field, key
+and value types drawn the same way (map keys distinct within a row). Columns are generated with NumPy in chunks and written as Parquet row groups
 under .aether/data/, named by a digest of (types, spec, seed, rows), so the same request reuses
 the same file. No agent code runs here.
 """
@@ -24,7 +25,7 @@ from pydantic import BaseModel, Field
 from pyspark.sql import types as T
 
 from aether_mcp.judge.mined_values import MinedValues, mine
-from aether_mcp.spark_types import parse_type
+from aether_mcp.spark_types import SUPPORTED_TYPES_TEXT, parse_type
 from aether_mcp.workspace import Workspace
 
 GENERATOR_VERSION = 1
@@ -37,6 +38,9 @@ RAISE_REGIONS = "runs/raise_regions.json"  # under .aether/: what the latest byt
 SPEC_KEYS = {"null_rate", "min", "max", "values"}
 INTEGER_BOUNDS = {T.ByteType: (-(2**7), 2**7 - 1), T.ShortType: (-(2**15), 2**15 - 1), T.IntegerType: (-(2**31), 2**31 - 1), T.LongType: (-(2**63), 2**63 - 1)}
 EPOCH_DAY_2000, EPOCH_DAY_2031 = 10_957, 22_281
+MAX_ELEMENTS = 5  # per generated array
+MAX_ENTRIES = 3  # per generated map
+KEY_POOL = 64  # keys drawn once per chunk; each map takes distinct ones from them
 Progress = Callable[[int, int | None, str], None]
 
 
@@ -195,6 +199,16 @@ class _Column:
         self.constants = [v for v in (mined.compared_numbers or mined.numbers) if isinstance(v, (int, float))]
         self.vocabulary = _vocabulary(mined)
         self.low, self.high = self._range()
+        # Nested types: one column per element, field, key and value, bounded by the same min and max.
+        bounds = {key: settings[key] for key in ("min", "max") if key in settings}
+        self.children: list[_Column] = []
+        if isinstance(data_type, T.ArrayType):
+            self.children = [_Column(f"{name}[]", data_type.elementType, data_type.elementType.simpleString(), bounds, mined)]
+        elif isinstance(data_type, T.StructType):
+            self.children = [_Column(f"{name}.{f.name}", f.dataType, f.dataType.simpleString(), bounds, mined) for f in data_type.fields]
+        elif isinstance(data_type, T.MapType):
+            keys = _Column(f"{name} key", data_type.keyType, data_type.keyType.simpleString(), {**bounds, "null_rate": 0.0}, mined)
+            self.children = [keys, _Column(f"{name} value", data_type.valueType, data_type.valueType.simpleString(), bounds, mined)]
 
     def info(self) -> ColumnInfo:
         if self.values is not None and self.settings.get("from_job"):
@@ -205,6 +219,12 @@ class _Column:
             how = f"Zipf-skewed over {len(self.vocabulary)} words from the original's literals, with case and padding variants"
         elif isinstance(self.type, T.BooleanType):
             how = "true or false, evenly"
+        elif isinstance(self.type, T.ArrayType):
+            how = f"0 to {MAX_ELEMENTS} elements, each {self.children[0].info().generated_from}"
+        elif isinstance(self.type, T.StructType):
+            how = "; ".join(f"{f.name}: {child.info().generated_from}" for f, child in zip(self.type.fields, self.children))
+        elif isinstance(self.type, T.MapType):
+            how = f"0 to {MAX_ENTRIES} entries with distinct keys; keys {self.children[0].info().generated_from}; values {self.children[1].info().generated_from}"
         else:
             how = f"70% uniform in [{self.low}, {self.high}], 30% the original's compared constants"
         return ColumnInfo(name=self.name, type=self.type_text, null_rate=self.null_rate, generated_from=how)
@@ -233,6 +253,8 @@ class _Column:
             picks = rng.integers(0, len(self.values), size)
             return pa.array([None if m else self.values[i] for i, m in zip(picks, mask)], self.arrow_type)
         kind = self.type
+        if self.children:
+            return self._nested(rng, size, mask)
         if isinstance(kind, T.BooleanType):
             return pa.array(rng.random(size) < 0.5, mask=mask)
         if isinstance(kind, (T.StringType, T.BinaryType)):
@@ -261,6 +283,25 @@ class _Column:
             return pa.array(micros, mask=mask).cast(self.arrow_type)
         raise ToolError(f"argument {self.name!r} has type {self.type_text}, which benchmark data does not generate yet; pass spec values for it.")
 
+    def _nested(self, rng: np.random.Generator, size: int, mask: np.ndarray) -> pa.Array:
+        nulls = pa.array(mask)
+        if isinstance(self.type, T.StructType):
+            fields = list(self.arrow_type)
+            return pa.StructArray.from_arrays([child.chunk(rng, size) for child in self.children], fields=fields, mask=nulls)
+        if isinstance(self.type, T.ArrayType):
+            lengths = np.where(mask, 0, rng.integers(0, MAX_ELEMENTS + 1, size))
+            offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+            return pa.ListArray.from_arrays(offsets, self.children[0].chunk(rng, int(lengths.sum())), type=self.arrow_type, mask=nulls)
+        # A map's keys within a row must differ: each row takes a run of consecutive keys from a pool of distinct ones.
+        keys, items = self.children
+        pool = _distinct(keys.chunk(rng, KEY_POOL))
+        lengths = np.where(mask, 0, rng.integers(0, min(MAX_ENTRIES, len(pool)) + 1, size))
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+        starts = np.repeat(rng.integers(0, max(1, len(pool)), size), lengths)
+        positions = np.arange(int(offsets[-1])) - np.repeat(offsets[:-1], lengths)
+        chosen = pool.take(pa.array((starts + positions) % max(1, len(pool)))) if len(pool) else pool
+        return pa.MapArray.from_arrays(pa.array(offsets), chosen, items.chunk(rng, int(offsets[-1])), type=self.arrow_type, mask=nulls)
+
     def _numbers(self, rng: np.random.Generator, size: int) -> np.ndarray:
         numbers = rng.uniform(self.low, self.high, size)
         calendar = isinstance(self.type, (T.DateType, T.TimestampType))
@@ -268,6 +309,18 @@ class _Column:
             use_constant = rng.random(size) < 0.3
             numbers = np.where(use_constant, np.array(self.constants, dtype=np.float64)[rng.integers(0, len(self.constants), size)], numbers)
         return numbers
+
+
+def _distinct(keys: pa.Array) -> pa.Array:
+    """The distinct non-null keys of a generated pool, NaN and -0.0 left out (the comparison's map keys)."""
+    values = [value for value in dict.fromkeys(_arrow_key(v) for v in keys.to_pylist() if v is not None) if value is not None]
+    return pa.array(values, keys.type)
+
+
+def _arrow_key(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or (value == 0 and np.signbit(value))):
+        return None
+    return value
 
 
 def _vocabulary(mined: MinedValues) -> list[str]:
@@ -305,7 +358,13 @@ def _arrow_type(data_type: T.DataType, name: str) -> pa.DataType:
         return pa.date32()
     if isinstance(data_type, T.TimestampType):
         return pa.timestamp("us", tz="UTC")
+    if isinstance(data_type, T.ArrayType):
+        return pa.list_(_arrow_type(data_type.elementType, name))
+    if isinstance(data_type, T.StructType):
+        return pa.struct([pa.field(f.name, _arrow_type(f.dataType, name)) for f in data_type.fields])
+    if isinstance(data_type, T.MapType):
+        return pa.map_(_arrow_type(data_type.keyType, name), _arrow_type(data_type.valueType, name))
     raise ToolError(
         f"argument {name!r} has type {data_type.simpleString()}, which benchmark data does not generate yet "
-        "(supported: boolean, integers, float, double, decimal, string, binary, date, timestamp); byte_compare and audit_candidate still work for this UDF."
+        f"(supported: {SUPPORTED_TYPES_TEXT}); byte_compare and audit_candidate still work for this UDF."
     )

@@ -7,6 +7,7 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
@@ -307,8 +308,9 @@ def test_tune_arrow_batch_sweeps_sizes_and_recommends_one(root, workspace, worke
         tune_arrow_batch(root, workers, workspace, "fee")
 
 
-def test_argument_types_without_a_generator_are_refused_with_what_is_supported(root):
+def test_array_arguments_get_data_drawn_from_their_element_type(root):
     (root.path / "jobs" / "tags.py").write_text("from pyspark.sql.functions import udf\n\n\n@udf('int')\ndef tag_count(tags):\n    return None if tags is None else len(tags)\n")
     ws = workspaces.init_workspace(root, "jobs/tags.py", "tag_count", arg_types={"tags": "array<string>"}).workspace
-    with pytest.raises(ToolError, match="does not generate yet .supported: boolean, integers.*byte_compare and audit_candidate still work"):
-        generate_data(root, ws, 10)
+    data = generate_data(root, ws, 500)
+    tags = pq.read_table(data.path).column("tags")
+    assert tags.type == pa.list_(pa.string()) and 0 < tags.null_count < 500 and data.columns[0].generated_from.startswith("0 to 5 elements, each Zipf-skewed")

@@ -175,8 +175,9 @@ def _output_check(frames: dict[str, Any], failed: dict[str, str], columns: list[
     """The candidate's output over the whole data against the reference mode's, inside Spark.
 
     Each row becomes a hash of its inputs and its output (as text, which keeps -0.0, NaN and
-    every float bit apart); the two multisets of hashes are compared with a full outer join, so
-    the count of rows the candidate got wrong comes out without collecting the data.
+    every float bit apart; maps with their entries sorted by key, at every depth); the two
+    multisets of hashes are compared with a full outer join, so the count of rows the candidate
+    got wrong comes out without collecting the data.
     """
     from pyspark.sql import functions as F
 
@@ -185,10 +186,11 @@ def _output_check(frames: dict[str, Any], failed: dict[str, str], columns: list[
         return {"checked": False, "reason": "the candidate mode did not run"}
     if against is None:
         return {"checked": False, "reason": "no reference mode ran (the original failed on this data, or none was timed)"}
-    keys = [F.col(f"`{c}`") for c in columns]
+    reference = frames[against]
+    keys = [_canonical(F.col(f"`{c}`"), reference.schema[c].dataType) for c in columns]
 
     def hashes(frame):
-        value = F.coalesce(F.concat(F.lit("v:"), F.col(OUT).cast("string")), F.lit("null"))
+        value = F.coalesce(F.concat(F.lit("v:"), _canonical(F.col(OUT), frame.schema[OUT].dataType).cast("string")), F.lit("null"))
         return frame.select(F.xxhash64(*keys, value).alias("h")).groupBy("h").count()
 
     try:
@@ -201,6 +203,26 @@ def _output_check(frames: dict[str, Any], failed: dict[str, str], columns: list[
         return {"checked": False, "reason": f"the output check failed: {_summary(exc)}"}
     difference, rows = int(row["difference"] or 0), int(row["rows"] or 0)
     return {"checked": True, "against": against, "rows": rows, "mismatched": difference // 2 + difference % 2}
+
+
+def _canonical(column, data_type):
+    """`column` in a form that hashes and prints the same for equal values: maps as their entries sorted by key
+    (Spark cannot hash a map, and two equal maps may list their entries in different orders), at every depth."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.MapType):
+        entries = F.transform(F.map_entries(column), lambda e: F.struct(_canonical(e["key"], data_type.keyType).alias("key"), _canonical(e["value"], data_type.valueType).alias("value")))
+        return F.array_sort(entries)
+    if isinstance(data_type, T.StructType) and _holds_map(data_type):
+        return F.when(column.isNotNull(), F.struct(*[_canonical(column[f.name], f.dataType).alias(f.name) for f in data_type.fields]))
+    if isinstance(data_type, T.ArrayType) and _holds_map(data_type):
+        return F.transform(column, lambda element: _canonical(element, data_type.elementType))
+    return column
+
+
+def _holds_map(data_type) -> bool:
+    return "map<" in data_type.simpleString()
 
 
 def _python_metrics(spark) -> dict[str, float]:

@@ -32,6 +32,7 @@ def main(argv: list[str]) -> int:
 def _run(request: dict[str, Any]) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
+    from aether_mcp.nested_values import arrow_values, as_udf_argument
     from aether_mcp.reference.original import original_function
 
     config = _config(request)
@@ -41,12 +42,13 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     series = [backend.from_arrow(column.combine_chunks()) for column in table.columns]
     raised = [0]
     if config.udf.kind == "pandas":
-        pandas_args = [column.to_pandas() for column in table.columns]
+        zone = config.spark.conf.get("spark.sql.session.timeZone", "UTC")
+        pandas_args = [_pandas_argument(column, arg.type, zone) for column, arg in zip(table.columns, config.udf.args)]
 
         def run_original() -> None:
             original(*pandas_args)
     else:
-        rows = list(zip(*[column.to_pylist() for column in table.columns]))
+        rows = list(zip(*[[as_udf_argument(value) for value in arrow_values(column)] for column in table.columns]))
 
         def run_original() -> None:
             failures = 0
@@ -72,6 +74,19 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
             call()
             timings[name].append(time.perf_counter() - started)
     return {**timings, "original_raised_rows": raised[0], "backend": backend.name(), "allocator": backend.allocator(), "device": backend.device_info()}
+
+
+def _pandas_argument(column: Any, type_text: str, zone: str) -> Any:
+    """A column as Spark hands it to a pandas UDF: for nested types, through PySpark's own conversion
+    (a struct as a DataFrame, one column per field; a map as dicts)."""
+    from aether_mcp.spark_types import parse_type
+
+    data_type = parse_type(type_text)
+    if data_type.typeName() not in ("array", "map", "struct"):
+        return column.to_pandas()
+    from pyspark.sql.conversion import ArrowArrayToPandasConversion
+
+    return ArrowArrayToPandasConversion.convert(column, data_type, timezone=zone, struct_in_pandas="dict", df_for_struct=True)
 
 
 def _profile(request: dict[str, Any]) -> dict[str, Any]:

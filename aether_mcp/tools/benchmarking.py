@@ -33,6 +33,7 @@ from aether_mcp.judge.raise_regions import RaiseRegions
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.spark_types import parse_type
 from aether_mcp.wire.value_codec import Raised
+from aether_mcp.nested_values import arrow_values
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import byte_compare
@@ -187,7 +188,7 @@ def _precheck(opened: Workspace, workers: WorkerPool, data: GenerateDataResult, 
     names = [a.name for a in opened.config.udf.args]
     parquet = pq.ParquetFile(data.path)
     table = parquet.read_row_group(0, columns=names).slice(0, PRECHECK_ROWS)
-    rows = [[record[name] for name in names] for record in table.to_pylist()]
+    rows = [list(row) for row in zip(*[arrow_values(table.column(name)) for name in names])]
     try:
         outputs = workers.evaluate("reference", opened, "original", rows, cancel=cancel).outputs
     except EvaluationFailed as exc:
