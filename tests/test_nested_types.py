@@ -8,8 +8,8 @@ nested values as they do at the top level.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
-import random
 import textwrap
 from pathlib import Path
 
@@ -31,12 +31,14 @@ from aether_mcp.judge.hidden_inputs import hidden_rows
 from aether_mcp.judge.mined_values import mine
 from aether_mcp.judge.shrink import variants
 from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.reference.input_capture import capture_series
 from aether_mcp.reference.spec_runner import Subject
 from aether_mcp.spark_types import parse_type, unsupported_part
 from aether_mcp.tools import case_recording, files, spec_strength, workspaces
 from aether_mcp.tools.benchmarking import generate_data, run_benchmark
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.cheat_audit import audit_candidate
+from aether_mcp.tools.test_audit import _canary
 from aether_mcp.tools.test_runs import run_tests
 from aether_mcp.wire import value_codec
 from aether_mcp.wire.value_codec import Struct
@@ -338,6 +340,27 @@ def test_the_plain_python_original_gets_rows_for_structs_and_may_return_a_tuple_
     outputs = subject.outputs(rows, captured=False)
     assert all(type(o) is Struct and o["width"] == 3 and math.isnan(o["scaled"]) for o in outputs[:3])
     assert outputs[3] is None and type(outputs[4]).__name__ == "Raised"  # a plain dict is no Row: it has no .hi
+
+
+def test_a_pandas_udf_gets_its_struct_argument_back_as_the_dataframe_spark_gave_it():
+    point = pd.DataFrame({"x": pd.Series([1.0, None, float("nan")]), "y": pd.Series([2.0, 3.0, None])})
+    tags = pd.Series([["a"], None, []], dtype=object)
+    captured = [value_codec.loads(text) for text in capture_series(point, tags)]
+    assert captured[0]["dtypes"][0] == {"struct": {"x": "float64", "y": "float64"}} and type(captured[0]["values"][0]) is Struct
+    source = textwrap.dedent(
+        """
+        import pandas as pd
+
+        def totals(point, tags):
+            return pd.DataFrame({"total": point["x"].fillna(0) + point["y"].fillna(0), "count": tags.map(lambda t: 0 if t is None else len(t))})
+        """
+    )
+    subject = Subject(source, "<pandas>", {"function": "totals", "kind": "pandas", "return_type": "struct<total:double,count:bigint>", "arg_types": ["struct<x:double,y:double>", "array<string>"]})
+    assert subject.outputs(captured, captured=True) == [{"total": 3.0, "count": 1}, {"total": 3.0, "count": 0}, {"total": 0.0, "count": 0}]
+
+
+def test_the_test_audit_canary_for_a_struct_is_a_struct_of_canaries():
+    assert _canary(parse_type("struct<a:int,b:array<string>,m:map<string,double>,s:struct<d:date>>")) == {"a": 97, "b": [], "m": {}, "s": {"d": dt.date(1901, 2, 3)}}
 
 
 # --- what init_workspace accepts --------------------------------------------------------------
