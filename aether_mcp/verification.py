@@ -87,7 +87,7 @@ def _job_source(root: SandboxRoot, opened: Workspace) -> Check:
     worst = next((c for status in ("fail", "warn") for c in checks if c.status == status), checks[0])
     if len(checks) == 1:
         return worst
-    detail = "; ".join(f"{path}: {check.detail}" for path, check in zip(files, checks) if check.status == worst.status)
+    detail = "; ".join(check.detail for check in checks if check.status == worst.status)  # each names its file
     return Check(name="job source", status=worst.status, detail=detail)
 
 
@@ -118,7 +118,7 @@ def _tracked_unmodified(root: SandboxRoot, relative: str) -> Check:
     if status.stdout.strip():
         return Check(name="job source", status="fail", detail=f"{relative} has changes git has not committed ({status.stdout.strip()}): commit or restore them, then verify again")
     head = git("log", "-1", "--format=%h %s", "--", str(source))
-    return Check(name="job source", status="pass", detail=f"tracked by git and unmodified (last commit {head.stdout.strip() if head else '?'})")
+    return Check(name="job source", status="pass", detail=f"{relative} is tracked by git and unmodified (last commit {head.stdout.strip() if head else '?'})")
 
 
 def _cases(trusted: Workspace, workers: WorkerPool) -> Check:

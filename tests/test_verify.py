@@ -164,3 +164,21 @@ def _copy(verified, tmp_path) -> tuple[SandboxRoot, str]:
     copy = tmp_path / "root"
     shutil.copytree(root.path, copy, symlinks=True)
     return SandboxRoot(copy), str(copy / Path(ws).relative_to(root.path))
+
+
+def test_a_local_module_the_reference_drew_from_is_checked_in_git_like_the_job(tmp_path):
+    from aether_mcp.verification import _job_source
+
+    shutil.copytree(Path(__file__).parent / "shapes" / "udfs_module", tmp_path / "delivery")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "delivery")
+    _git(tmp_path, "commit", "-q", "-m", "the job and its geo module")
+    root = SandboxRoot(tmp_path)
+    types = {name: "double" for name in ("lat1", "lon1", "lat2", "lon2")}
+    ws = workspaces.init_workspace(root, "delivery/job.py", "grid_km_udf", arg_types=types).workspace
+    opened = Workspace.open(root, ws)
+    assert _job_source(root, opened).status == "pass"
+    geo = tmp_path / "delivery" / "geo.py"
+    geo.write_text(geo.read_text().replace("111.32", "111.0"))
+    check = _job_source(root, opened)
+    assert check.status == "fail" and check.detail.startswith("delivery/geo.py has changes git has not committed")

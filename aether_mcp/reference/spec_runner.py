@@ -13,6 +13,7 @@ Inputs come as the UDF receives them (captured through Spark) or, for probes, as
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import multiprocessing
@@ -132,12 +133,47 @@ def run_coverage(job: dict[str, Any]) -> dict[str, Any]:
     with open(report_path, encoding="utf-8") as handle:
         files = json.load(handle)["files"]
     entry = next(iter(files.values()))
-    return {
-        "summary": entry["summary"],
-        "missing_lines": entry["missing_lines"],
-        "missing_branches": entry["missing_branches"],
-        "executed_lines": entry["executed_lines"],
+    return measured_part(entry, import_time_lines(job["source"]))
+
+
+# Module-level statements whose lines run when the module is imported, once, whatever the rows:
+# import guards (`try: import h3 / except ImportError: ...`), version switches. No case can reach
+# their other branch, so coverage measures the UDF, its helpers and what they read, not them.
+IMPORT_TIME_STATEMENTS = (ast.Try, ast.If, ast.For, ast.While, ast.With, ast.Match, getattr(ast, "TryStar", ast.Try))
+
+
+def import_time_lines(source: str) -> set[int]:
+    """Lines of module-level control flow (outside any def or class body they hold)."""
+    lines: set[int] = set()
+    for statement in ast.parse(source).body:
+        if not isinstance(statement, IMPORT_TIME_STATEMENTS):
+            continue
+        stack: list[ast.AST] = [statement]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.stmt, ast.excepthandler)):
+                lines.add(node.lineno)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                lines.update(d.lineno for d in node.decorator_list)
+                continue  # its body runs per call: measured
+            stack.extend(ast.iter_child_nodes(node))
+    return lines
+
+
+def measured_part(entry: dict[str, Any], left_out: set[int]) -> dict[str, Any]:
+    """coverage.py's report for one file without the lines in `left_out` and the branches leaving them."""
+    executed = [n for n in entry["executed_lines"] if n not in left_out]
+    missing = [n for n in entry["missing_lines"] if n not in left_out]
+    executed_branches = [b for b in entry.get("executed_branches", []) if b[0] not in left_out]
+    missing_branches = [b for b in entry["missing_branches"] if b[0] not in left_out]
+    summary = {
+        "num_statements": len(executed) + len(missing),
+        "covered_lines": len(executed),
+        "num_branches": len(executed_branches) + len(missing_branches),
+        "covered_branches": len(executed_branches),
     }
+    left_out_measured = sorted(n for n in left_out if n in set(entry["executed_lines"]) | set(entry["missing_lines"]))
+    return {"summary": summary, "missing_lines": missing, "missing_branches": missing_branches, "executed_lines": executed, "import_time_lines": left_out_measured}
 
 
 def run_mutation(job: dict[str, Any]) -> dict[str, Any]:

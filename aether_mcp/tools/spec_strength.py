@@ -149,7 +149,8 @@ def coverage_report(root: SandboxRoot, workers: WorkerPool, workspace: str) -> C
     )
     report = CoverageReport(
         workspace=str(opened.path),
-        measured_on=f"{len(inputs)} cases of tests/cases.py, with their arguments as Spark delivers them",
+        measured_on=f"{len(inputs)} cases of tests/cases.py, with their arguments as Spark delivers them"
+        + (f"; module-level import-time code (lines {_ranges(result['import_time_lines'])}: import guards and other module-level control flow, run once at import) is not measured" if result.get("import_time_lines") else ""),
         line_percent=round(100.0 * covered_lines / statements, 2) if statements else 100.0,
         branch_percent=round(100.0 * covered_branches / branches, 2) if branches else 100.0,
         statements=statements,
@@ -160,6 +161,17 @@ def coverage_report(root: SandboxRoot, workers: WorkerPool, workspace: str) -> C
     )
     _record(opened, "coverage", report.model_dump())
     return report
+
+
+def _ranges(lines: list[int]) -> str:
+    """1, 2, 3, 7 -> '1-3, 7'."""
+    spans: list[list[int]] = []
+    for line in lines:
+        if spans and line == spans[-1][1] + 1:
+            spans[-1][1] = line
+        else:
+            spans.append([line, line])
+    return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)
 
 
 def mutation_score(root: SandboxRoot, workers: WorkerPool, workspace: str) -> MutationScore:
