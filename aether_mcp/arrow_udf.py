@@ -34,6 +34,37 @@ def run_on_arrow(evaluate: Callable[..., Any], columns: tuple[pa.Array, ...] | l
     return backend.to_arrow(result, return_type)
 
 
+def aggregate_on_arrow(evaluate: Callable[..., Any], columns: tuple[pa.Array, ...] | list[pa.Array], return_type: pa.DataType) -> pa.Array:
+    """`evaluate(*series)` on one group's Arrow columns: its one value, as a one-element array of the declared type."""
+    result = evaluate(*[backend.from_arrow(column) for column in columns])
+    if isinstance(result, (pd.Series, pd.DataFrame, np.ndarray, list)) and not pa.types.is_struct(return_type) and not pa.types.is_list(return_type):
+        raise ValueError(f"evaluate returned {type(result).__name__} for a group; an aggregation returns one value")
+    single = pd.Series([result], dtype=object) if result is None or isinstance(result, (dict, tuple, list)) else pd.Series([result])
+    return backend.to_arrow(single, return_type)
+
+
+def spark_arrow_aggregate(evaluate: Callable[..., Any], return_type: Any):
+    """A vectorized candidate's `evaluate` as the grouped-aggregate Arrow UDF a job calls in place of a Series-to-scalar pandas UDF.
+
+    `evaluate(*series)` gets one group's columns (null and NaN apart) and returns one value. Needs
+    PySpark 4.1 or newer (`ArrowUDFType.GROUPED_AGG`).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import ArrowUDFType
+    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import DataType
+
+    from aether_mcp.spark_types import parse_type
+
+    spark_type = return_type if isinstance(return_type, DataType) else parse_type(return_type)
+    arrow_type = to_arrow_type(spark_type)
+
+    def function(*columns: pa.Array) -> Any:
+        return aggregate_on_arrow(evaluate, columns, arrow_type)[0]
+
+    return F.arrow_udf(function, spark_type, ArrowUDFType.GROUPED_AGG)
+
+
 def spark_arrow_udf(evaluate: Callable[..., Any], return_type: Any):
     """A vectorized candidate's `evaluate` as the scalar Arrow UDF a job calls in place of the original.
 

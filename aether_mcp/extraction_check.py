@@ -58,6 +58,7 @@ def _run(opened: Workspace, extracted: ExtractedUdf, source: str) -> dict[str, A
         "original": {"source": source, "filename": str(opened.path / ORIGINAL_MODULE)},
         "function": config.udf.function,
         "kind": config.udf.kind,
+        "pandas_form": config.udf.pandas_form,
         "rows": value_codec.dumps(rows),
         "star_imports": extracted.star_imports,
     }

@@ -30,7 +30,11 @@ from aether_mcp.local_modules import LocalModules
 from aether_mcp.spark_types import TYPE_CLASS_NAMES, UnknownSparkType, parse_type, type_name
 
 UDF_FACTORIES = {"udf": "row", "pandas_udf": "pandas"}
-UNSUPPORTED_PANDAS_KINDS = ("GROUPED_MAP", "GROUPED_AGG", "SCALAR_ITER", "MAP_ITER")
+# PandasUDFType names and values (pyspark.rdd.PythonEvalType) -> the form; None: not a column UDF at all.
+PANDAS_FUNCTION_TYPES = {"SCALAR": "scalar", "SCALAR_ITER": "iterator", "GROUPED_AGG": "aggregate", "GROUPED_MAP": None, "MAP_ITER": None}
+PANDAS_EVAL_TYPES = {200: "SCALAR", 204: "SCALAR_ITER", 202: "GROUPED_AGG", 201: "GROUPED_MAP", 205: "MAP_ITER"}
+# DataFrame methods that take a plain function of pandas/Arrow frames rather than a column UDF.
+FRAME_FUNCTION_METHODS = ("applyInPandas", "mapInPandas", "applyInArrow", "mapInArrow", "applyInPandasWithState", "transformWithStateInPandas")
 # Text that marks a module-level statement as Spark state an extracted UDF cannot carry along.
 SPARK_STATE_MARKERS = ("SparkSession", "getOrCreate(", "sparkContext", ".broadcast(", "createDataFrame", ".read.")
 # Confs from the job that change what a UDF computes; resource confs do not travel.
@@ -67,6 +71,7 @@ class UdfDefinition:
     factory: ast.FunctionDef | None = None  # a UDF factory (`def make(a): return udf(...)`) the job calls with literals
     factory_call: ast.Call | None = None  # that call: `make(40.7, -74.0)`
     imported: ImportedName | None = None  # the wrapped function comes from a module the job imports (`from geo import haversine`)
+    pandas_form: str | None = None  # a pandas UDF's form: "scalar" (Series to Series), "iterator" (Iterator[Series] to Iterator[Series]) or "aggregate" (Series to a scalar, per group)
 
 
 @dataclass(frozen=True)
@@ -732,6 +737,17 @@ class _UdfFinder(ast.NodeVisitor):
                     self._add_registered(node, registered, fn_node, return_node, keywords)
             else:
                 self._add_registered(node, registered, fn_node, return_node, keywords)
+        elif isinstance(func, ast.Attribute) and func.attr in FRAME_FUNCTION_METHODS and node.args and isinstance(node.args[0], ast.Name):
+            # df.groupBy(...).applyInPandas(fn, schema): fn takes whole frames; found so that asking for it says why it cannot be taken
+            fn = node.args[0].id
+            self._add(
+                problem=(
+                    f"{fn!r} is a function of whole frames, given to {func.attr}() at line {node.lineno}; aether-mcp converts column UDFs "
+                    "(row UDFs, and scalar, iterator or Series-to-scalar pandas UDFs), not grouped-map or map-in-pandas functions yet."
+                ),
+                name=fn, aliases=set(), form=f".{func.attr}({fn}, ...)", kind="pandas", line=node.lineno, function=None,
+                function_name=fn, return_node=None, keywords={}, extra_args=[],
+            )
         self.generic_visit(node)
 
     def _udf_factory(self, call: ast.Call) -> tuple[ast.FunctionDef, ast.Call, ast.FunctionDef | ast.Lambda | None] | None:
@@ -831,12 +847,9 @@ class _UdfFinder(ast.NodeVisitor):
     def _add(self, *, name, aliases, form, kind, line, function, function_name, return_node, keywords, extra_args, problem=None, factory=(None, None)) -> None:
         return_type, error = None, problem
         imported, self.imported = self.imported, None
+        pandas_form = None
         if error is None and kind == "pandas":
-            function_type = keywords.get("functionType") or (extra_args[0] if extra_args else None)
-            if function_type is not None and any(k in ast.unparse(function_type) for k in UNSUPPORTED_PANDAS_KINDS):
-                error = f"unsupported UDF form at line {line}: {ast.unparse(function_type)} pandas UDFs; only scalar (Series to Series) pandas UDFs are supported."
-            elif isinstance(function, ast.FunctionDef) and _has_iterator_hint(function):
-                error = f"unsupported UDF form at line {line}: iterator pandas UDFs; only scalar (Series to Series) pandas UDFs are supported."
+            pandas_form, error = _pandas_form(keywords.get("functionType") or (extra_args[0] if extra_args else None), function, line)
         if error is None:
             if return_node is None and kind == "pandas":
                 error = f"pandas UDF {name!r} at line {line} has no return type; pass return_type."
@@ -864,6 +877,7 @@ class _UdfFinder(ast.NodeVisitor):
                 factory=factory[0],
                 factory_call=factory[1],
                 imported=imported,
+                pandas_form=pandas_form,
             )
         )
 
@@ -1021,9 +1035,61 @@ def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def _has_iterator_hint(function: ast.FunctionDef) -> bool:
-    hints = [a.annotation for a in function.args.args if a.annotation is not None] + [function.returns]
-    return any(h is not None and "Iterator" in ast.unparse(h) for h in hints)
+def _pandas_form(function_type: ast.expr | None, function, line: int) -> tuple[str | None, str | None]:
+    """(the pandas UDF's form, None) or (None, why it cannot be taken), read from functionType, else from hints as Spark reads them."""
+    name = None
+    if function_type is not None:
+        literal = function_type.value if isinstance(function_type, ast.Constant) else None
+        name = PANDAS_EVAL_TYPES.get(literal) if isinstance(literal, int) else literal if isinstance(literal, str) else _last_name(function_type)
+        if name not in PANDAS_FUNCTION_TYPES:
+            return None, f"cannot read the pandas UDF type {ast.unparse(function_type)!r} at line {line}; write PandasUDFType.SCALAR or SCALAR_ITER, or use type hints."
+    elif isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        hints = [a.annotation for a in function.args.args]
+        returns = _last_name(_outer(function.returns)) if function.returns is not None else None
+        if hints and hints[0] is not None and _last_name(_outer(hints[0])) == "Iterator":
+            name = "SCALAR_ITER" if returns in (None, "Iterator") else "GROUPED_AGG"
+        elif function.returns is not None and all(h is not None for h in hints) and _last_name(_outer(function.returns)) not in ("Series", "DataFrame", "Iterator"):
+            name = "GROUPED_AGG"  # Series (or an iterator of them) to a scalar
+    form = PANDAS_FUNCTION_TYPES.get(name or "SCALAR")
+    if form is None:
+        return None, (
+            f"unsupported UDF form at line {line}: {name} pandas UDFs take and return whole frames, not column values; aether-mcp converts "
+            "scalar (Series to Series), iterator (Iterator[Series] to Iterator[Series]) and Series-to-scalar pandas UDFs."
+        )
+    if form == "aggregate" and isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and function.args.args and _last_name(_outer(function.args.args[0].annotation)) == "Iterator":
+        return None, (
+            f"unsupported UDF form at line {line}: an iterator aggregation (Iterator[pd.Series] to a scalar); aether-mcp takes Series-to-scalar "
+            "aggregations, scalar and iterator pandas UDFs, and row UDFs."
+        )
+    return form, None
+
+
+def _outer(annotation: ast.expr) -> ast.expr:
+    """`Iterator` of `Iterator[pd.Series]`; a string annotation parsed first."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return annotation
+    return annotation.value if isinstance(annotation, ast.Subscript) else annotation
+
+
+def _iterator_columns(function: ast.FunctionDef) -> list[str]:
+    """Column names of an iterator pandas UDF: its loop's target names (`for a, b in batches`), else batches_0, batches_1..."""
+    param = function.args.args[0]
+    annotation = param.annotation
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        annotation = ast.parse(annotation.value, mode="eval").body
+    element = annotation.slice if isinstance(annotation, ast.Subscript) else None
+    count = len(element.slice.elts) if isinstance(element, ast.Subscript) and _last_name(element.value) == "Tuple" and isinstance(element.slice, ast.Tuple) else 1
+    for node in ast.walk(function):
+        if isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.iter, ast.Name) and node.iter.id == param.arg:
+            names = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
+            if annotation is None:
+                count = len(names)  # no hint: the loop unpacks one Series per column
+            if len(names) == count and all(isinstance(n, ast.Name) for n in names):
+                return [n.id for n in names]
+    return [param.arg] if count == 1 else [f"{param.arg}_{i}" for i in range(count)]
 
 
 def _same_type(a: T.DataType | None, b: T.DataType | None) -> bool:
@@ -1231,6 +1297,8 @@ def _arguments(definition: UdfDefinition, shown_as: str) -> list[UdfArgument]:
     params = list(args.posonlyargs) + list(args.args)
     if not params:
         raise ToolError(f"UDF {definition.name!r} in {shown_as} takes no arguments; aether-mcp converts UDFs of one or more columns.")
+    if definition.pandas_form == "iterator" and isinstance(definition.function, ast.FunctionDef):
+        return [UdfArgument(name=name, hint_type=None) for name in _iterator_columns(definition.function)]
     use_hints = definition.kind == "row"
     return [UdfArgument(name=a.arg, hint_type=hint_to_type(a.annotation) if use_hints else None) for a in params]
 

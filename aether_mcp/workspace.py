@@ -60,6 +60,9 @@ class UdfConfig(BaseModel):
     name: str
     function: str
     kind: Literal["row", "pandas"]
+    pandas_form: Literal["scalar", "iterator", "aggregate"] | None = Field(
+        None, description="a pandas UDF's form: Series to Series, Iterator[Series] to Iterator[Series], or Series to a scalar per group (each argument then holds a group's values)"
+    )
     return_type: str
     args: list[UdfArgConfig]
     source: str

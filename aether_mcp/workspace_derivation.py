@@ -31,6 +31,12 @@ from aether_mcp.workspace import (
 )
 
 DEFAULT_SPARK_CONF = {"spark.sql.session.timeZone": "UTC"}
+GROUPS_NOTE = (
+    "{name} is a Series-to-scalar aggregation: Spark calls it once per group of groupBy().agg(). Here a row is one group, and each argument "
+    "holds that group's values of its column ({args}); a row's arrays are zipped as arrays_zip zips them (a shorter one padded with nulls), "
+    "and a null or empty array makes no group (both sides then report EmptyGroup). A sql candidate's build(*cols) returns an aggregate "
+    "Column over the columns (e.g. F.max(c) - F.min(c)); a vectorized evaluate(*series) returns one value for a group's Series."
+)
 WIDENED = "widened by init_workspace(whole_domain=...): drawn over its whole type, although the job passes only literals"
 
 
@@ -92,12 +98,17 @@ def derive(
             "their sha256 digests are in aether.toml, and aether-mcp verify fails the reference when any of them changed"
         )
     arguments = argument_types(extracted, arg_types or {})
+    if definition.pandas_form == "aggregate":
+        for argument in arguments:
+            argument.type = f"array<{argument.type}>"
+        extracted.notes.append(GROUPS_NOTE.format(name=definition.name, args=", ".join(f"{a.name} {a.type}" for a in arguments)))
     literal_domains(arguments, extracted.literal_arguments, whole_domain or [])
     config = WorkspaceConfig(
         udf=UdfConfig(
             name=definition.name,
             function=definition.function_name,
             kind=definition.kind,  # type: ignore[arg-type]
+            pandas_form=definition.pandas_form,  # type: ignore[arg-type]
             return_type=type_name(definition.return_type),  # type: ignore[arg-type]
             args=arguments,
             source=shown,
@@ -121,7 +132,8 @@ def rederive(root: SandboxRoot, workspace: Path, config: WorkspaceConfig) -> Red
     source does not declare the recorded one. Every other setting must be what init writes.
     """
     udf = config.udf
-    given = {a.name: a.type for a in udf.args if a.type_from == "arg_types"}
+    grouped = udf.pandas_form == "aggregate"
+    given = {a.name: a.type.removeprefix("array<").removesuffix(">") if grouped else a.type for a in udf.args if a.type_from == "arg_types"}
     widened = [a.name for a in udf.args if a.values_from == WIDENED]
     derived: Derived | None = None
     problems: list[str] = []

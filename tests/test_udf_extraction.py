@@ -402,7 +402,7 @@ def test_dependency_on_module_level_spark_state_is_refused(tmp_path):
     [
         (
             "from pyspark.sql.functions import pandas_udf, PandasUDFType\n@pandas_udf('a int', PandasUDFType.GROUPED_MAP)\ndef g(pdf):\n    return pdf\n",
-            "unsupported UDF form at line 2: PandasUDFType.GROUPED_MAP pandas UDFs",
+            "unsupported UDF form at line 2: GROUPED_MAP pandas UDFs take and return whole frames",
         ),
         ("from pyspark.sql.functions import udf\n@udf('int')\ndef total(*xs):\n    return sum(xs)\n", "takes \\*args"),
         ("from pyspark.sql.functions import udf\nclass J:\n    def f(self, x):\n        return x\nj = J()\nf_udf = udf(j.f, 'int')\n", "wraps 'j.f'"),
@@ -454,3 +454,28 @@ def test_python_udf_transport_follows_how_pyspark_creates_the_udf(tmp_path):
             return x
         '''
     assert extract(tmp_path, after_session, "late").definition.use_arrow is None
+
+
+def test_iterator_pandas_udfs_are_taken_with_their_columns_named_by_the_loop(tmp_path):
+    single = extract(
+        tmp_path,
+        "from typing import Iterator\nimport pandas as pd\nfrom pyspark.sql.functions import pandas_udf\n\n\n"
+        "@pandas_udf('double')\ndef twice(batches: Iterator[pd.Series]) -> Iterator[pd.Series]:\n    for x in batches:\n        yield x * 2\n",
+        "twice",
+    )
+    assert (single.definition.pandas_form, [a.name for a in single.arguments]) == ("iterator", ["x"])
+    assert "from typing import Iterator" in single.module_source  # the hints travel: Spark reads the form from them
+    pair = extract(
+        tmp_path,
+        "from pyspark.sql.functions import pandas_udf, PandasUDFType\n\n\n"
+        "@pandas_udf('double', PandasUDFType.SCALAR_ITER)\ndef ratio(it):\n    for a, b in it:\n        yield a / b\n",
+        "ratio",
+    )
+    assert pair.definition.pandas_form == "iterator"
+    assert [a.name for a in pair.arguments] == ["a", "b"]  # no hint: the loop unpacks one Series per column
+
+
+def test_a_function_given_to_apply_in_pandas_is_refused_saying_what_it_is(tmp_path):
+    source = "def norm(pdf):\n    return pdf\n\n\ndef main(df):\n    return df.groupBy('k').applyInPandas(norm, schema='k string')\n"
+    with pytest.raises(ToolError, match=r"'norm' is a function of whole frames, given to applyInPandas\(\) at line 6"):
+        extract(tmp_path, source, "norm")

@@ -118,6 +118,44 @@ def make_mapper(
     return mapper
 
 
+def make_group_mapper(source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType, audit: bool = False) -> Callable[[pa.Table], pa.Table]:
+    """An applyInArrow function for an aggregation: one group's (row id, args...) in, one (row id, output, error, events) row out.
+
+    The group's columns reach `evaluate(*series)` converted as everywhere else (null and NaN
+    apart); what it raises is that group's error, and the watch's events ride along. With
+    `audit`, the candidate is loaded afresh and its steps on each group are counted, in an extra
+    column, with the number of values the group held.
+    """
+    from aether_mcp.arrow_udf import aggregate_on_arrow
+
+    def mapper(table: pa.Table) -> pa.Table:
+        watch.install([os.path.dirname(filename)])
+        module = candidate_module(source, digest + (":audit" if audit else ""), filename)
+        evaluate = getattr(module, entry_point)
+        row_id = table.column(0).combine_chunks()[:1]
+        columns = [column.combine_chunks() for column in table.columns[1:]]
+        watched = None
+        try:
+            if audit:
+                with watch.Watch(watch.kernel_code(module), module) as watched:
+                    output = aggregate_on_arrow(evaluate, columns, return_type)
+            else:
+                output = aggregate_on_arrow(evaluate, columns, return_type)
+            error = pa.nulls(1, pa.string())
+        except CandidateImportError:
+            raise
+        except Exception as exc:
+            output, error = pa.nulls(1, return_type), pa.array([f"{type(exc).__name__}: {exc}"], pa.string())
+        arrays, names = [row_id, output, error, _events(1)], [ROW_ID, OUTPUT, ERROR, EVENTS]
+        if audit:
+            report = {"rows": table.num_rows, "calls": watched.calls if watched else 0, "inputs_changed": False, "threads_left": watched.threads_left if watched else 0, "children_left": watched.children_left if watched else 0}
+            arrays.append(pa.array([json.dumps(report)], pa.string()))
+            names.append(AUDIT)
+        return pa.Table.from_arrays(arrays, names=names)
+
+    return mapper
+
+
 def _events(rows: int) -> pa.Array:
     """The watch events recorded since the last batch, on the first of `rows` rows."""
     found = watch.drain()
@@ -135,6 +173,17 @@ def make_arrow_function(source: str, digest: str, filename: str, entry_point: st
     def function(*columns: pa.Array) -> pa.Array:
         watch.install([os.path.dirname(filename)])
         return run_on_arrow(getattr(candidate_module(source, digest, filename), entry_point), columns, return_type)
+
+    return function
+
+
+def make_arrow_aggregate(source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType) -> Callable[..., Any]:
+    """The body of a grouped-aggregate Arrow UDF for timed runs: a group's argument arrays in, its one value out (as a job runs it)."""
+    from aether_mcp.arrow_udf import aggregate_on_arrow
+
+    def function(*columns: pa.Array) -> Any:
+        watch.install([os.path.dirname(filename)])
+        return aggregate_on_arrow(getattr(candidate_module(source, digest, filename), entry_point), columns, return_type)[0]
 
     return function
 

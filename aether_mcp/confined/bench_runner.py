@@ -43,8 +43,11 @@ def main(argv: list[str]) -> int:
         with progress.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps({"done": done, "total": total, "message": message}) + "\n")
 
+    from pyspark.sql import functions as F
+
     from aether_mcp.confined import watch
     from aether_mcp.evaluation.spark_session import create_session
+    from aether_mcp.evaluation.target_evaluation import ROW_ID
     from aether_mcp.workspace import WorkspaceConfig
 
     config = WorkspaceConfig.model_validate(request["config"])
@@ -56,8 +59,13 @@ def main(argv: list[str]) -> int:
     spark = create_session(request["master"], {**config.spark.conf, **request.get("conf", {}), **confined}, "aether-mcp-benchmark")
     data = spark.read.parquet(request["data"])
     columns = list(data.columns)
+    floor = lambda: data  # noqa: E731
+    if config.udf.pandas_form == "aggregate":
+        # each row is a group: numbered, one row per value, and every mode aggregates by that number
+        data, columns = _values_by_group(config, data), [ROW_ID]
+        floor = lambda: data.groupBy(ROW_ID).agg(F.count(F.lit(1)).alias(OUT))  # noqa: E731
     builders: dict[str, Callable[[], Any]] = {
-        "floor": lambda: data,
+        "floor": floor,
         "original": lambda: _original(config, request["original"], data, columns, force_arrow=False),
         "original_arrow": lambda: _original(config, request["original"], data, columns, force_arrow=True),
         "candidate": lambda: _candidate(config, request["target"], request["candidate"], data, columns),
@@ -126,11 +134,29 @@ def main(argv: list[str]) -> int:
     result_file.finish(request["result"], result, indent=2)
 
 
+def _values_by_group(config, data):
+    """An aggregation's benchmark data: each row a group, numbered, its arrays zipped into one row per value."""
+    from pyspark.sql import functions as F
+
+    from aether_mcp.evaluation.target_evaluation import ROW_ID, group_rows
+
+    return group_rows(data.withColumn(ROW_ID, F.monotonically_increasing_id()), config, ordered=False)
+
+
+def _grouped(config, data, aggregate):
+    """`aggregate` (a Column over the argument columns) per group, with the group's number as the input column."""
+    from pyspark.sql import functions as F
+
+    from aether_mcp.evaluation.target_evaluation import ROW_ID
+
+    return data.groupBy(ROW_ID).agg(aggregate([F.col(f"`{arg.name}`") for arg in config.udf.args]).alias(OUT))
+
+
 def _original(config, original: dict[str, str], data, columns: list[str], force_arrow: bool):
     """The UDF as the job runs it (its own transport), or as a row UDF forced onto Arrow transport."""
     from pyspark.sql import functions as F
 
-    from aether_mcp.evaluation.target_evaluation import series_function
+    from aether_mcp.evaluation.pandas_forms import for_spark
     from aether_mcp.reference.original import original_function
     from aether_mcp.spark_types import parse_type
 
@@ -139,7 +165,9 @@ def _original(config, original: dict[str, str], data, columns: list[str], force_
     if config.udf.kind == "pandas":
         if force_arrow:
             raise ValueError("the original is a pandas UDF, which already uses Arrow; original_arrow applies to row UDFs only")
-        wrapped = F.pandas_udf(series_function(function), return_type)
+        wrapped = F.pandas_udf(for_spark(function, config.udf.pandas_form, len(config.udf.args)), return_type)
+        if config.udf.pandas_form == "aggregate":
+            return _grouped(config, data, lambda inputs: wrapped(*inputs))
     else:
         wrapped = F.udf(function, return_type, useArrow=True if force_arrow else config.udf.use_arrow)
     return data.select(*[F.col(f"`{c}`") for c in columns], wrapped(*[F.col(f"`{c}`") for c in columns]).alias(OUT))
@@ -164,8 +192,14 @@ def _candidate(config, target: str, candidate: dict[str, str], data, columns: li
     kind = declared_target(source, name)
     inputs = [F.col(f"`{c}`") for c in columns]
     return_type = parse_type(config.udf.return_type)
+    grouped = config.udf.pandas_form == "aggregate"
     if kind == "sql":
+        if grouped:
+            return _grouped(config, data, lambda arguments: module_from_source(source, filename, f"aether_candidate_{name}").build(*arguments))
         return apply_build(data, module_from_source(source, filename, f"aether_candidate_{name}").build(*inputs), target, keep=inputs)
+    if grouped:
+        aggregate = arrow_batches.make_arrow_aggregate(source, hashlib.sha256(source.encode()).hexdigest(), filename, "evaluate", to_arrow_type(return_type))
+        return _grouped(config, data, lambda arguments: F.arrow_udf(aggregate, return_type, ArrowUDFType.GROUPED_AGG)(*arguments))
     function = arrow_batches.make_arrow_function(source, hashlib.sha256(source.encode()).hexdigest(), filename, "evaluate", to_arrow_type(return_type))
     wrapped = F.arrow_udf(function, return_type, ArrowUDFType.SCALAR)
     return data.select(*inputs, wrapped(*inputs).alias(OUT))

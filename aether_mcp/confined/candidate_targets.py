@@ -12,7 +12,7 @@ import os
 import re
 from typing import Any
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
@@ -23,6 +23,7 @@ from aether_mcp.confined.arrow_batches import AUDIT, ERROR, EVENTS, OUTPUT, ROW_
 from aether_mcp.evaluation.source_modules import digest, module_from_source
 from aether_mcp.evaluation.target_evaluation import (
     ARROW_BATCH_CONF,
+    EMPTY_GROUP,
     LoadedTarget,
     RowCoercer,
     TargetError,
@@ -31,7 +32,9 @@ from aether_mcp.evaluation.target_evaluation import (
     argument_schema,
     arrow_frame,
     first_line,
+    group_rows,
     import_failure_message,
+    is_grouped,
     is_import_failure,
     probe_build,
 )
@@ -73,6 +76,12 @@ def load_candidate(config: Any, target: str, source: str, filename: str, fresh: 
             raise TargetError(f"{target}: build(*cols) raised {exc.__class__.__name__}: {first_line(exc)}", in_driver=True) from exc
         finally:
             changed = _restore_confs(confs)  # a build must not change the session other runs share
+        if is_grouped(config):
+            if not isinstance(built, Column):
+                raise TargetError(f"{target}: the UDF is an aggregation, so build(*cols) must return one aggregate Column (e.g. F.max(c) - F.min(c)), not {type(built).__name__}")
+            return LoadedTarget(
+                target, "sql", lambda frame, cols: group_rows(frame, config).groupBy(ROW_ID).agg(built.alias(OUTPUT)), digest(source), conf_changes=changed, built=built
+            )
         # Columns refer to the arguments by name, so one build serves every frame.
         return LoadedTarget(
             target,
@@ -94,6 +103,9 @@ def load_candidate(config: Any, target: str, source: str, filename: str, fresh: 
             T.StructField(EVENTS, T.StringType(), True),
         ]
     )
+    if is_grouped(config):
+        grouped = arrow_batches.make_group_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type))
+        return LoadedTarget(target, kind, lambda frame, cols: group_rows(frame, config).groupBy(ROW_ID).applyInArrow(grouped, schema), digest(source))
     return LoadedTarget(target, kind, lambda frame, cols: frame.select(F.col(ROW_ID), *cols).mapInArrow(mapper, schema), digest(source))
 
 
@@ -128,6 +140,7 @@ def audit_target(spark: SparkSession, config: Any, target: str, source: str, fil
         raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
     return_type = parse_type(config.udf.return_type)
     mapper = arrow_batches.make_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type), audit=True)
+    group_mapper = arrow_batches.make_group_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type), audit=True) if is_grouped(config) else None
     out_schema = T.StructType(
         [
             T.StructField(ROW_ID, T.LongType(), False),
@@ -146,14 +159,17 @@ def audit_target(spark: SparkSession, config: Any, target: str, source: str, fil
         previous = spark.conf.get(ARROW_BATCH_CONF)
         spark.conf.set(ARROW_BATCH_CONF, str(batch_rows))
         try:
-            collected = frame.select(F.col(ROW_ID), *argument_columns(config)).mapInArrow(mapper, out_schema).collect()
+            if group_mapper is not None:  # one call per group: the rows' arrays are the groups
+                collected = group_rows(frame, config).groupBy(ROW_ID).applyInArrow(group_mapper, out_schema).collect()
+            else:
+                collected = frame.select(F.col(ROW_ID), *argument_columns(config)).mapInArrow(mapper, out_schema).collect()
         except Exception as exc:
             if is_import_failure(exc):
                 raise TargetError(f"{target} failed to load: {import_failure_message(exc)}") from None
             raise
         finally:
             spark.conf.set(ARROW_BATCH_CONF, previous)
-        outputs: list[Any] = [None] * len(prepared)
+        outputs: list[Any] = [EMPTY_GROUP if group_mapper is not None else None] * len(prepared)
         reports = []
         for row in collected:
             error = row[ERROR]

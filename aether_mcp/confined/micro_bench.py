@@ -33,6 +33,7 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     from aether_mcp.nested_values import arrow_values, as_udf_argument
+    from aether_mcp.evaluation.pandas_forms import per_batch
     from aether_mcp.reference.original import original_function
 
     config = _config(request)
@@ -41,12 +42,17 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     evaluate = _candidate(request).evaluate
     series = [backend.from_arrow(column.combine_chunks()) for column in table.columns]
     raised = [0]
+    if config.udf.pandas_form == "aggregate":
+        run_original, run_candidate = _per_group(config, table, original, evaluate)
+        return _timed(request, run_original, run_candidate, raised)
     if config.udf.kind == "pandas":
         zone = config.spark.conf.get("spark.sql.session.timeZone", "UTC")
         pandas_args = [_pandas_argument(column, arg.type, zone) for column, arg in zip(table.columns, config.udf.args)]
 
+        batch_original = per_batch(original, config.udf.pandas_form, len(config.udf.args))
+
         def run_original() -> None:
-            original(*pandas_args)
+            batch_original(*pandas_args)
     else:
         rows = list(zip(*[[as_udf_argument(value) for value in arrow_values(column)] for column in table.columns]))
 
@@ -65,6 +71,41 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         evaluate(*series)
         synchronize()
 
+    return _timed(request, run_original, run_candidate, raised)
+
+
+def _per_group(config: Any, table: Any, original: Any, evaluate: Any) -> tuple[Any, Any]:
+    """An aggregation's original and candidate, each called once per group (a row of the data, its arrays zipped)."""
+    import pyarrow as pa
+
+    from aether_mcp.evaluation.pandas_forms import group_columns
+
+    zone = config.spark.conf.get("spark.sql.session.timeZone", "UTC")
+    element_types = [arg.type.removeprefix("array<").removesuffix(">") for arg in config.udf.args]
+    groups = [group for group in (group_columns(list(row)) for row in zip(*[column.to_pylist() for column in table.columns])) if group is not None]
+    arrow_groups = [[pa.array(values, type=column.type.value_type) for values, column in zip(group, table.columns)] for group in groups]
+    originals = [[_pandas_argument(values, kind, zone) for values, kind in zip(group, element_types)] for group in arrow_groups]
+    candidates = [[backend.from_arrow(values) for values in group] for group in arrow_groups]
+
+    def run_original() -> None:
+        for columns in originals:
+            try:
+                original(*columns)
+            except Exception:
+                pass  # a group the original raises on costs what it costs
+
+    def run_candidate() -> None:
+        for columns in candidates:
+            try:
+                evaluate(*columns)
+            except Exception:
+                pass
+        backend.synchronize()
+
+    return run_original, run_candidate
+
+
+def _timed(request: dict[str, Any], run_original: Any, run_candidate: Any, raised: list[int]) -> dict[str, Any]:
     run_original()
     run_candidate()
     timings: dict[str, list[float]] = {"original": [], "candidate": []}

@@ -29,6 +29,7 @@ def main(argv: list[str]) -> int:
 
 
 def check(request: dict[str, Any]) -> dict[str, Any]:
+    from aether_mcp.evaluation.pandas_forms import group_columns, per_batch
     from aether_mcp.nested_values import as_udf_argument, pandas_argument
     from aether_mcp.wire import value_codec
 
@@ -43,6 +44,8 @@ def check(request: dict[str, Any]) -> dict[str, Any]:
     if not callable(function):
         return {"load_error": f"original/udf.py does not define {request['function']}()"}
     rows = value_codec.loads(request["rows"])
+    if request["kind"] == "pandas" and rows:
+        function = per_batch(function, request.get("pandas_form"), len(rows[0]))
     names: Counter[str] = Counter()
     modules: Counter[str] = Counter()
     other: Counter[str] = Counter()
@@ -57,7 +60,12 @@ def check(request: dict[str, Any]) -> dict[str, Any]:
         except Exception as exc:  # the UDF's own behaviour on a generated row
             other[exc.__class__.__name__] += 1
 
-    if request["kind"] == "pandas":
+    if request.get("pandas_form") == "aggregate":
+        for row in rows:  # one group a row
+            group = group_columns(row)
+            if group is not None:
+                call(*[pandas_argument(values) for values in group])
+    elif request["kind"] == "pandas":
         call(*[pandas_argument(list(column)) for column in zip(*rows)] if rows else [])
     else:
         for row in rows:

@@ -24,6 +24,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 
 from aether_mcp.confined import arrow_batches
 from aether_mcp.confined.arrow_batches import ERROR, EVENTS, OUTPUT, ROW_ID
+from aether_mcp.evaluation.pandas_forms import EMPTY_GROUP_MESSAGE, EMPTY_GROUP_TYPE
 from aether_mcp.spark_types import parse_type
 from aether_mcp.wire.value_codec import Raised
 from aether_mcp.workspace import WorkspaceConfig
@@ -108,6 +109,28 @@ def evaluate_rows(
     return run.outputs, output_type, nullable
 
 
+GROUP_ITEM = "__aether_item"
+EMPTY_GROUP = Raised(EMPTY_GROUP_TYPE, EMPTY_GROUP_MESSAGE)
+
+
+def is_grouped(config: WorkspaceConfig) -> bool:
+    """Whether the UDF is an aggregation: each row then holds one group, each argument that group's values."""
+    return config.udf.pandas_form == "aggregate"
+
+
+def group_rows(frame: DataFrame, config: WorkspaceConfig, ordered: bool = True) -> DataFrame:
+    """One row per value of each group, the argument columns named as before, for groupBy(ROW_ID).
+
+    A row's argument arrays are zipped as arrays_zip zips them (a shorter one padded with nulls);
+    a null or empty array makes no group. `ordered`: one partition, in array order, so every run
+    hands an aggregation its group's values in the same order (a benchmark keeps the partitions).
+    """
+    names = [arg.name for arg in config.udf.args]
+    items = frame.select(ROW_ID, F.explode(F.arrays_zip(*[F.col(f"`{name}`") for name in names])).alias(GROUP_ITEM))
+    values = items.select(ROW_ID, *[F.col(GROUP_ITEM)[name].alias(name) for name in names])
+    return values.coalesce(1) if ordered else values
+
+
 def argument_schema(config: WorkspaceConfig) -> T.StructType:
     fields = [T.StructField(ROW_ID, T.LongType(), False)]
     fields += [T.StructField(arg.name, parse_type(arg.type), True) for arg in config.udf.args]
@@ -157,6 +180,11 @@ class _Evaluation:
         finally:
             if previous is not None:
                 conf.set(ARROW_BATCH_CONF, previous)
+        if is_grouped(self.config):
+            returned = {row[ROW_ID] for row in collected}
+            for index in indices:
+                if index not in returned:
+                    self.outputs[index] = EMPTY_GROUP
         has_errors = bool(collected) and ERROR in collected[0].__fields__
         has_events = bool(collected) and EVENTS in collected[0].__fields__
         for row in collected:

@@ -33,6 +33,12 @@ def capture_series(*series: pd.Series | pd.DataFrame) -> pd.Series:
     return pd.Series(rows, index=series[0].index, dtype=object)
 
 
+def capture_group(*series: pd.Series | pd.DataFrame) -> str:
+    """An aggregation's group as received: each column's values, with each column's dtype."""
+    columns = [[_value(s, i) for i in range(len(s))] for s in series]
+    return value_codec.dumps({"columns": columns, "dtypes": [_dtype(s) for s in series]})
+
+
 def _dtype(column: pd.Series | pd.DataFrame) -> Any:
     if isinstance(column, pd.DataFrame):
         return {"struct": {str(name): str(kind) for name, kind in column.dtypes.items()}}
@@ -70,17 +76,22 @@ def capture_inputs(spark: Any, config: Any, rows: list[list[Any]]) -> list[Any]:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from aether_mcp.evaluation.target_evaluation import OUTPUT, ROW_ID, RowCoercer, argument_columns, argument_schema, arrow_frame, series_function
+    from aether_mcp.evaluation.pandas_forms import for_spark
+    from aether_mcp.evaluation.target_evaluation import OUTPUT, ROW_ID, RowCoercer, argument_columns, argument_schema, arrow_frame, group_rows, is_grouped, series_function
 
     schema = argument_schema(config)
     coerce = RowCoercer(schema)
     prepared = [coerce(index, row) for index, row in enumerate(rows)]
-    if config.udf.kind == "pandas":
-        capture = F.pandas_udf(series_function(capture_series), T.StringType())
-    else:
-        capture = F.udf(capture_row, T.StringType(), useArrow=config.udf.use_arrow)
     frame = arrow_frame(spark, schema, prepared) or spark.createDataFrame(prepared, schema, verifySchema=False)
-    collected = frame.select(ROW_ID, capture(*argument_columns(config)).alias(OUTPUT)).collect()
+    if is_grouped(config):
+        capture = F.pandas_udf(for_spark(capture_group, "aggregate", len(config.udf.args)), T.StringType())
+        collected = group_rows(frame, config).groupBy(ROW_ID).agg(capture(*argument_columns(config)).alias(OUTPUT)).collect()
+    else:
+        if config.udf.kind == "pandas":
+            capture = F.pandas_udf(series_function(capture_series), T.StringType())
+        else:
+            capture = F.udf(capture_row, T.StringType(), useArrow=config.udf.use_arrow)
+        collected = frame.select(ROW_ID, capture(*argument_columns(config)).alias(OUTPUT)).collect()
     captured: list[Any] = [None] * len(prepared)
     for row in collected:
         captured[row[ROW_ID]] = row[OUTPUT]

@@ -9,8 +9,9 @@ import pandas as pd
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from aether_mcp.evaluation.pandas_forms import for_spark, per_batch
 from aether_mcp.evaluation.source_modules import digest, module_from_source
-from aether_mcp.evaluation.target_evaluation import ROW_ID, OUTPUT, LoadedTarget, TargetError, series_function
+from aether_mcp.evaluation.target_evaluation import ROW_ID, OUTPUT, LoadedTarget, TargetError, group_rows, is_grouped
 from aether_mcp.spark_types import parse_type
 
 
@@ -31,13 +32,17 @@ def load_original(config: Any, source: str, filename: str) -> LoadedTarget:
     function = original_function(config, source, filename)
     return_type = parse_type(config.udf.return_type)
     if config.udf.kind == "pandas":
-        # The same Series the UDF gets; a batch that raises is split to single rows inside the probe.
-        kind, udf = "pandas", F.pandas_udf(series_function(function), return_type)
-        probe_udf = F.pandas_udf(_raising_batch_probe(function), T.StringType())
+        # The same Series the UDF gets, in the job's form; a batch that raises is split to single rows inside the probe.
+        form, arity = config.udf.pandas_form, len(config.udf.args)
+        kind, udf = "pandas", F.pandas_udf(for_spark(function, form, arity), return_type)
+        probe_udf = F.pandas_udf(_raising_batch_probe(per_batch(function, form, arity)), T.StringType())
     else:
         # Same transport as the UDF itself, so the probe sees exactly the values the UDF sees.
         kind, udf = "row", F.udf(function, return_type, useArrow=config.udf.use_arrow)
         probe_udf = F.udf(_raising_probe(function), T.StringType(), useArrow=config.udf.use_arrow)
+    if is_grouped(config):
+        # once per group, as groupBy().agg() calls it; a group that raises is found by splitting the rows
+        return LoadedTarget("original", kind, lambda frame, cols: group_rows(frame, config).groupBy(ROW_ID).agg(udf(*cols).alias(OUTPUT)), digest(source))
     return LoadedTarget(
         "original",
         kind,

@@ -24,6 +24,7 @@ import time
 import types
 from typing import Any, Callable
 
+from aether_mcp.evaluation.pandas_forms import EMPTY_GROUP_MESSAGE, EMPTY_GROUP_TYPE, group_columns, per_batch
 from aether_mcp.wire import value_codec
 from aether_mcp.judge.compare import classify
 from aether_mcp.nested_values import as_udf_argument, captured_column, pandas_argument, rows_of, udf_result
@@ -54,8 +55,11 @@ class Subject:
         module.__file__ = filename
         sys.modules[name] = module
         exec(compile(source, filename, "exec"), module.__dict__)
-        self.function: Callable[..., Any] = getattr(module, job["function"])
         self.kind = job["kind"]
+        self.function: Callable[..., Any] = getattr(module, job["function"])
+        self.grouped = job.get("pandas_form") == "aggregate"
+        if self.kind == "pandas":
+            self.function = per_batch(self.function, job.get("pandas_form"), len(job["arg_types"]))
         self.return_type = job["return_type"]
         self.use_arrow = job.get("use_arrow")
         self.arg_types = job["arg_types"]
@@ -79,6 +83,8 @@ class Subject:
 
         if not inputs:
             return []
+        if self.grouped:
+            return [self._group_output(row, captured) for row in inputs]
         if captured:
             dtypes = inputs[0]["dtypes"]
             columns = [captured_column([row["values"][i] for row in inputs], dtypes[i]) for i in range(len(dtypes))]
@@ -101,6 +107,27 @@ class Subject:
             except Exception as exc:
                 results.append(Raised(type(exc).__name__, str(exc)))
         return results
+
+    def _group_output(self, row: Any, captured: bool) -> Any:
+        """An aggregation's value for one group: its columns as captured through Spark, or a generated row's arrays zipped."""
+        import pandas as pd
+
+        if captured:
+            if row is None:
+                return Raised(EMPTY_GROUP_TYPE, EMPTY_GROUP_MESSAGE)
+            columns = [captured_column(values, dtype) for values, dtype in zip(row["columns"], row["dtypes"])]
+        else:
+            group = group_columns(row)
+            if group is None:
+                return Raised(EMPTY_GROUP_TYPE, EMPTY_GROUP_MESSAGE)
+            element_types = [ddl.removeprefix("array<").removesuffix(">") for ddl in self.arg_types]
+            columns = [pd.Series([_probe_value(value) for value in values], dtype=PANDAS_DTYPES.get(ddl, "object")) for values, ddl in zip(group, element_types)]
+        try:
+            return self._normalise(self.function(*columns))
+        except MutantTimeout:
+            raise
+        except Exception as exc:
+            return Raised(type(exc).__name__, str(exc))
 
     def _normalise(self, value: Any) -> Any:
         if hasattr(value, "tolist") and not isinstance(value, (list, str, bytes)):

@@ -29,6 +29,7 @@ from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
 from aether_mcp.processes import confined_child
+from aether_mcp.evaluation.pandas_forms import EMPTY_GROUP_TYPE
 from aether_mcp.judge.raise_regions import RaiseRegions
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.spark_types import parse_type
@@ -193,7 +194,8 @@ def _precheck(opened: Workspace, workers: WorkerPool, data: GenerateDataResult, 
         outputs = workers.evaluate("reference", opened, "original", rows, cancel=cancel).outputs
     except EvaluationFailed as exc:
         raise ToolError(f"the original could not be evaluated on the benchmark data ({exc}); run_tests(workspace, 'original') shows the same problem in context.") from None
-    raised = [i for i, output in enumerate(outputs) if isinstance(output, Raised)]
+    # an aggregation's row with no values makes no group: nothing runs on it, nothing fails
+    raised = [i for i, output in enumerate(outputs) if isinstance(output, Raised) and output.type != EMPTY_GROUP_TYPE]
     if not raised:
         return
     regions = RaiseRegions(rows, outputs)

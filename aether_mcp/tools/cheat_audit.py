@@ -237,6 +237,14 @@ class _Watched:
             "large": (self.large, max(len(self.large), job_batch) + 1),
             "tiny": (self.small[:TINY_BATCH_ROWS], 1),
         }
+        if workspace.config.udf.pandas_form == "aggregate":
+            # An aggregation is called once per group, whatever the batches: the same groups with few
+            # values and with eight times as many, so per-value Python work shows as growth.
+            groups = [row for row in self.small if all(values for values in row)][: max(1, small_rows // 4)]
+            self.small = [[values[:GROUP_VALUES] for values in row] for row in groups]
+            self.large = [[values[:GROUP_VALUES] * LARGE_GROUP_FACTOR for values in row] for row in groups]
+            self.runs = {"small": (self.small, len(self.small) + 1), "large": (self.large, len(self.large) + 1)}
+            job_batch = 0
         # the large rows again at the job's own batch size, unwatched (only the outputs matter), when
         # that layout differs from the large run's single batch
         self.job_batch = job_batch if len(self.large) > job_batch else None
@@ -288,7 +296,7 @@ class _Watched:
             )
         if any(run.get("inputs_changed") for run in runs.values()):
             findings.append(_dynamic("tampering", file, "the candidate changed its input columns in place"))
-        for one, tiny in zip(small["outputs"], runs["tiny"]["outputs"]):
+        for one, tiny in zip(small["outputs"], runs["tiny"]["outputs"] if "tiny" in runs else []):
             difference = classify(one, tiny)
             if difference is not None:
                 findings.append(_dynamic("batch_dependent", file, f"one batch vs one-row batches: {difference.detail}"))
@@ -335,6 +343,10 @@ class _Watched:
             if wrong:
                 findings.append(_dynamic(rule, self.file, f"{what} '{label}' ({len(rows)} rows, Arrow batches of {batch}): {wrong} rows differ from the original, e.g. {example}"))
         return findings
+
+
+GROUP_VALUES = 3  # values per group in an aggregation's small watched run
+LARGE_GROUP_FACTOR = 8  # the large run's groups hold this many times as many
 
 
 def _job_batch(workspace: Workspace) -> int:

@@ -275,6 +275,21 @@ def wiring(opened: Workspace, name: str, kind: str, call_sites: list[dict[str, A
     udf = opened.config.udf
     module = name
     copy = f"Copy `candidate/{name}.py` next to the job (or anywhere on the job's Python path)."
+    if kind == "sql" and udf.pandas_form == "aggregate":
+        sites = ", ".join(f"line {s['line']}" for s in call_sites) or "none found by name"
+        return "\n".join(
+            [
+                copy,
+                "",
+                "```python",
+                f"from {module} import build",
+                "```",
+                "",
+                f"In each groupBy(...).agg(...) that calls the aggregation ({sites}), replace `{udf.name}(cols...)` with `build(cols...)` (columns, not names: "
+                "`build(F.col(\"amount\"))`): it is an aggregate Column that Spark computes without Python, with the same alias.",
+                f"Then delete the `{udf.name}` UDF definition at {udf.source}:{udf.source_line}.",
+            ]
+        )
     if kind == "sql":
         helper = f"with_{udf.name}"
         code = [
@@ -310,12 +325,13 @@ def wiring(opened: Workspace, name: str, kind: str, call_sites: list[dict[str, A
         lines.append(f"Then delete the `{udf.name}` UDF definition at {udf.source}:{udf.source_line}.")
         return "\n".join(lines)
     return_type = udf.return_type
+    wrap = "spark_arrow_aggregate" if udf.pandas_form == "aggregate" else "spark_arrow_udf"
     code = [
-        "from aether_mcp.arrow_udf import spark_arrow_udf",
+        f"from aether_mcp.arrow_udf import {wrap}",
         "",
         f"from {module} import evaluate",
         "",
-        f'{udf.name} = spark_arrow_udf(evaluate, "{return_type}")',
+        f'{udf.name} = {wrap}(evaluate, "{return_type}")',
     ]
     if udf.form == "spark.udf.register":
         code.append(f'spark.udf.register("{udf.name}", {udf.name})')
@@ -328,8 +344,9 @@ def wiring(opened: Workspace, name: str, kind: str, call_sites: list[dict[str, A
         *code,
         "```",
         "",
-        f"Every call site stays as it is ({', '.join('line ' + str(s['line']) for s in call_sites) or 'none found by name'}): `{udf.name}` is now a scalar Arrow UDF "
-        "(PySpark 4.1+) that hands `evaluate` whole Arrow batches, converted exactly as byte_compare checked them and as run_benchmark timed them. "
+        f"Every call site stays as it is ({', '.join('line ' + str(s['line']) for s in call_sites) or 'none found by name'}): `{udf.name}` is now "
+        + ("a grouped-aggregate Arrow UDF (PySpark 4.1+) that hands `evaluate` each group's columns" if udf.pandas_form == "aggregate" else "a scalar Arrow UDF (PySpark 4.1+) that hands `evaluate` whole Arrow batches")
+        + ", converted exactly as byte_compare checked them and as run_benchmark timed them. "
         "The job's Python workers need aether-mcp installed (`pip install aether-mcp`, no Spark or GPU extras needed) for that conversion.",
     ]
     best = [run for run in arrow_batch if run["candidate"] == name and run.get("recommendation")]

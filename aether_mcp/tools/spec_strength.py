@@ -325,6 +325,7 @@ def _run_spec(workspace: Workspace, job: dict[str, Any]) -> dict[str, Any]:
         "source": workspace.verified_original(),
         "function": config.function,
         "kind": config.kind,
+        "pandas_form": config.pandas_form,
         "return_type": config.return_type,
         "use_arrow": config.use_arrow,
         "arg_types": [a.type for a in config.args],
