@@ -1,9 +1,10 @@
 """UDFs in the shapes real jobs write them: star imports, names a job leaves undefined, local modules, keyword registration.
 
-Each job below is written for these tests in a shape public PySpark jobs use. What matters is
-what init_workspace does with it: extract it so the reference computes what the job computes,
-or refuse at once with a reason that says what to do, and never record an extraction's
-mistake as the UDF's behaviour.
+Each job here and under tests/shapes/ is written for these tests in a shape public PySpark jobs
+use. What matters is what init_workspace does with it: extract it so the reference computes what
+the job computes, or refuse at once with a reason that says what to do, and never record an
+extraction's mistake as the UDF's behaviour. One shape per kind goes the whole first loop:
+init_workspace, record_cases, run_tests and byte_compare of a hand-written candidate.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -19,62 +21,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp import udf_extraction, workspace_derivation
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.tools import case_recording, files, workspaces
+from aether_mcp.tools import files, spec_strength, workspaces
+from aether_mcp.tools.benchmarking import micro_benchmark, run_benchmark
 from aether_mcp.tools.byte_compare import byte_compare
-from aether_mcp.tools.test_runs import run_tests
+from aether_mcp.tools.cheat_audit import audit_candidate
+from aether_mcp.tools.conversion_report import wiring
 from aether_mcp.workspace import Workspace
-
-STAR_JOB = '''
-"""Distance from the origin, with math star-imported as older jobs do."""
-from math import *
-
-from pyspark.sql import functions as F
-from pyspark.sql.functions import udf
-
-
-@udf("double")
-def norm(x: float, y: float) -> float:
-    if x is None or y is None:
-        return None
-    return sqrt(x * x + y * y)
-
-
-def main(spark, path):
-    spark.read.parquet(path).withColumn("r", norm(F.col("x"), F.col("y"))).show()
-'''
-
-NORM_SQL = '''
-from pyspark.sql import functions as F
-
-TARGET = "sql"
-
-
-def build(x, y):
-    x, y = (F.col(c) if isinstance(c, str) else c for c in (x, y))
-    return F.sqrt(x * x + y * y)
-'''
-
-LEGACY_JOB = '''
-from pyspark.sql.functions import udf
-
-
-@udf("string")
-def shout(s: str) -> str:
-    if isinstance(s, str):
-        return s.upper()
-    return unicode(s).upper()  # Python 2: never reached for a string column, except by null
-'''
-
-LOCAL_MODULE_JOB = '''
-from pyspark.sql.functions import udf
-
-from patterns import SALARY_RE
-
-
-@udf("string")
-def strip_salary(text: str) -> str:
-    return None if text is None else SALARY_RE.sub("", text)
-'''
+from shapes.catalog import SHAPES, Outcome, run_shape
 
 GLOBAL_SET_JOB = '''
 from pyspark.sql.functions import udf
@@ -92,25 +45,6 @@ configure()
 def taxed(amount: float) -> float:
     return None if amount is None else amount * (1 + RATE)
 '''
-
-KEYWORD_REGISTER_JOB = '''
-import datetime
-
-from pyspark.sql import SparkSession
-
-
-def parse_date(text):
-    if text is None:
-        return None
-    return datetime.datetime.strptime(text, "%d/%m/%Y").date()
-
-
-def main():
-    spark = SparkSession.builder.getOrCreate()
-    spark.udf.register(name="custom_to_date", f=parse_date, returnType="date")
-    spark.sql("SELECT custom_to_date(d) FROM events").show()
-'''
-
 
 FACTORY_JOB = '''
 """Distances from a depot, the depot fixed when the UDF is made."""
@@ -147,6 +81,10 @@ def main(spark, stores, region):
 '''
 
 
+SHAPES_DIR = Path(__file__).parent / "shapes"
+LOCAL_MODULE_JOB = (SHAPES_DIR / "local_module_constant" / "job.py").read_text()
+
+
 def _root(tmp_path: Path, **sources: str) -> SandboxRoot:
     for name, text in sources.items():
         (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
@@ -161,43 +99,11 @@ def _extract(tmp_path: Path, source: str, name: str) -> udf_extraction.Extracted
 
 
 def test_star_imports_travel_with_the_udf_that_needs_them(tmp_path):
-    extracted = _extract(tmp_path, STAR_JOB, "norm")
+    extracted = _extract(tmp_path, (SHAPES_DIR / "star_import" / "job.py").read_text(), "norm")
     assert "from math import *" in extracted.module_source and extracted.undefined_names == []
     namespace: dict = {}
     exec(compile(extracted.module_source, "udf.py", "exec"), namespace)
     assert namespace["norm"](3.0, 4.0) == 5.0
-
-
-@pytest.mark.slow
-def test_a_star_imported_udf_is_recorded_and_compared_as_the_job_computes_it(tmp_path, workers):
-    root = _root(tmp_path, **{"job.py": STAR_JOB})
-    created = workspaces.init_workspace(root, "job.py", "norm")
-    ws = created.workspace
-    # the types came from the hints, which Spark ignores: the result says so and how to correct them
-    assert created.notes == [
-        'argument types from Python hints: x (double), y (double). Spark ignores hints; the job\'s column types rule (a float hint on a '
-        'bigint column gives the UDF ints). If a column has another type, init_workspace again with arg_types={"x": "double", "y": "double"} corrected.'
-    ]
-    recorded = case_recording.record_cases(root, workers, ws, [[3.0, 4.0], [None, 1.0], ["NaN", 0.0]], why="a 3-4-5 triangle, null, NaN")
-    assert [case.raises for case in recorded.recorded] == [None, None, None]  # not a NameError pinned as behaviour
-    assert recorded.recorded[0].expected == "5.0" and recorded.recorded[1].expected == "None"
-    tested = run_tests(root, workers, ws, "original")
-    assert tested.failed == 0 and tested.passed >= 1
-    files.write_file(root, ws, "candidate/norm_sql.py", textwrap.dedent(NORM_SQL))
-    compared = byte_compare(root, workers, ws, "norm_sql", hidden_rows=1500)
-    assert compared.equal, compared.mismatches[:3]
-    assert compared.evidence.hidden_rows_compared >= 1000 and compared.evidence.hidden_rows_original_raised == 0
-
-
-@pytest.mark.slow
-def test_a_name_the_job_defines_nowhere_is_kept_and_raises_where_the_job_would(tmp_path, workers):
-    root = _root(tmp_path, **{"job.py": LEGACY_JOB})
-    created = workspaces.init_workspace(root, "job.py", "shout")
-    [undefined] = [note for note in created.notes if "Python hints" not in note]
-    assert "defines unicode nowhere" in undefined and "exactly as the job would" in undefined
-    recorded = case_recording.record_cases(root, workers, created.workspace, [["abc"], [None]], why="a string, and null, which reaches unicode")
-    assert recorded.recorded[0].expected == "'ABC'"
-    assert recorded.recorded[1].raises is not None and "unicode" in recorded.recorded[1].raises
 
 
 def test_a_local_module_the_udf_imports_is_carried_into_the_reference_and_its_digest_recorded(tmp_path):
@@ -365,7 +271,7 @@ def test_a_name_the_job_defines_but_the_extraction_lost_is_refused_never_recorde
 
 
 def test_keyword_registration_is_found_by_its_sql_name(tmp_path):
-    extracted = _extract(tmp_path, KEYWORD_REGISTER_JOB, "custom_to_date")
+    extracted = _extract(tmp_path, (SHAPES_DIR / "keyword_register" / "job.py").read_text(), "custom_to_date")
     definition = extracted.definition
     assert (definition.name, definition.function_name, definition.form) == ("custom_to_date", "parse_date", "spark.udf.register")
     assert definition.return_type.simpleString() == "date"
@@ -392,15 +298,6 @@ def test_a_factory_called_with_anything_but_literals_is_refused_saying_why(tmp_p
         _extract(tmp_path, FACTORY_JOB, "region_label")
 
 
-@pytest.mark.slow
-def test_a_factory_made_udf_goes_through_init_and_record_cases(tmp_path, workers):
-    root = _root(tmp_path, **{"job.py": FACTORY_JOB})
-    created = workspaces.init_workspace(root, "job.py", "from_depot", arg_types={"a": "double", "b": "double"})
-    assert created.udf.form == "from_depot = make_distance_udf(...)" and created.udf.function == "from_depot"
-    recorded = case_recording.record_cases(root, workers, created.workspace, [[40.7, -74.0], [None, 1.0]], why="the depot itself, and null")
-    assert [(case.expected, case.raises) for case in recorded.recorded] == [("0.0", None), ("None", None)]
-
-
 def test_an_extracted_module_that_fails_to_load_is_refused_with_the_error(tmp_path):
     job = '''
 from pyspark.sql.functions import udf
@@ -422,3 +319,133 @@ def test_an_installed_module_that_fails_to_import_is_refused_naming_the_import(t
     root = _root(tmp_path, **{"job.py": job})
     with pytest.raises(ToolError, match=r"failed to import 'json' although it is installed.*fix the import in job.py"):
         workspaces.init_workspace(root, "job.py", "strip_salary")
+
+
+def _notes_say_hints_came_from_python(outcome: Outcome, workers) -> None:
+    assert outcome.created.notes == [
+        'argument types from Python hints: x (double), y (double). Spark ignores hints; the job\'s column types rule (a float hint on a '
+        'bigint column gives the UDF ints). If a column has another type, init_workspace again with arg_types={"x": "double", "y": "double"} corrected.'
+    ]
+
+
+def _null_reaches_unicode_and_raises_as_in_the_job(outcome: Outcome, workers) -> None:
+    assert any("defines unicode nowhere" in note for note in outcome.created.notes)
+    assert [case.raises is not None and "unicode" in case.raises for case in outcome.recorded.recorded] == [False, False, True]
+
+
+def _the_modules_digests_are_frozen(outcome: Outcome, workers) -> None:
+    assert set(Workspace.open(SandboxRoot(Path(outcome.created.workspace).parents[1]), outcome.created.workspace).config.udf.modules) == {"udfs_module/geo.py"}
+
+
+def _the_hint_type_and_the_given_type_are_told_apart(outcome: Outcome, workers) -> None:
+    assert [(a.name, a.type, a.type_from) for a in outcome.created.udf.args] == [("total", "double", "hint"), ("units", "bigint", "arg_types")]
+    assert "total (double)" in outcome.created.notes[0] and "Spark ignores hints" in outcome.created.notes[0]
+
+
+def _import_guards_are_not_counted_as_lines_no_case_reaches(outcome: Outcome, workers) -> None:
+    root = SandboxRoot(Path(outcome.created.workspace).parents[1])
+    coverage = spec_strength.coverage_report(root, workers, outcome.created.workspace)
+    assert (coverage.line_percent, coverage.branch_percent, coverage.gate.status) == (100.0, 100.0, "pass"), coverage.uncovered
+    extracted = (Path(outcome.created.workspace) / "original" / "udf.py").read_text().splitlines()
+    guard = next(number for number, line in enumerate(extracted, start=1) if line.startswith("try:"))
+    assert f"lines {guard}-{guard + 3}: import guards" in coverage.measured_on  # try, import, except, import
+
+
+def _the_factory_is_bound_by_the_jobs_call(outcome: Outcome, workers) -> None:
+    assert (outcome.created.udf.form, outcome.created.udf.function) == ("from_depot = make_distance_udf(...)", "from_depot")
+
+
+NAIVE_SPREAD = """
+from pyspark.sql import functions as F
+
+TARGET = "sql"
+
+
+def build(values):
+    return F.max(values) - F.min(values)
+"""
+
+
+def _an_aggregation_is_judged_per_group_through_the_whole_loop(outcome: Outcome, workers) -> None:
+    ws = outcome.created.workspace
+    root = SandboxRoot(Path(ws).parents[1])
+    assert [a.type for a in outcome.created.udf.args] == ["array<double>"] and "once per group" in outcome.created.notes[0]
+    assert [(c.expected, c.raises) for c in outcome.recorded.recorded] == [("4.0", None), ("0.0", None), ("0.0", None), ("None", None)]
+    # the naive rewrite: Spark orders NaN above every number, pandas skips it
+    files.write_file(root, ws, "candidate/naive.py", NAIVE_SPREAD)
+    naive = byte_compare(root, workers, ws, "naive", hidden_rows=1100)
+    assert naive.equal is False and {m.kind for m in naive.mismatches} & {"NaN", "null vs value"}
+    assert spec_strength.coverage_report(root, workers, ws).line_percent == 100.0
+    assert spec_strength.mutation_score(root, workers, ws).killed >= 1
+    benchmarked = run_benchmark(root, workers, ws, outcome.shape.name, rows=2000, repeats=1, warmup=0, modes=["floor", "original", "candidate"])
+    assert not benchmarked.failed and "equals the original's" in benchmarked.output_check and benchmarked.speedup
+
+
+PER_VALUE_SPREAD = """
+import math
+
+TARGET = "vectorized"
+
+
+def evaluate(values):
+    kept = []
+    for value in values:  # Python work per value: the watch sees it grow with the group
+        if value is not None and value is not values.dtype.na_value and not math.isnan(value):
+            kept.append(float(value))
+    if not kept:
+        return None
+    spread = max(kept) - min(kept)
+    return None if math.isnan(spread) else spread
+"""
+
+
+def _a_vectorized_aggregation_is_watched_per_group_and_wired_as_an_arrow_aggregate(outcome: Outcome, workers) -> None:
+    ws = outcome.created.workspace
+    root = SandboxRoot(Path(ws).parents[1])
+    audited = audit_candidate(root, workers, ws, outcome.shape.name, hidden_rows_count=1100, watched_rows=(200, 800))
+    assert audited.verdict.startswith("PASS"), audited.reasons
+    assert audited.watched_rows_compared > 0
+    files.write_file(root, ws, "candidate/per_value.py", PER_VALUE_SPREAD)
+    looping = audit_candidate(root, workers, ws, "per_value", hidden_rows_count=1100, watched_rows=(200, 800))
+    assert looping.verdict == "FAIL" and any(f.rule == "row_at_a_time" and f.check == "dynamic" for f in looping.findings), looping.findings
+    micro = micro_benchmark(root, ws, outcome.shape.name, rows=500, repeats=1)
+    assert micro.rows == 500
+    assert "spark_arrow_aggregate(evaluate" in wiring(Workspace.open(root, ws), outcome.shape.name, "vectorized", [], [])
+
+
+CHECKS = {
+    "star_import": _notes_say_hints_came_from_python,
+    "python2_names": _null_reaches_unicode_and_raises_as_in_the_job,
+    "udfs_module": _the_modules_digests_are_frozen,
+    "package_layout": None,
+    "udf_in_udfs_module": None,
+    "local_module_constant": None,
+    "module_attribute": None,
+    "keyword_register": None,
+    "factory": _the_factory_is_bound_by_the_jobs_call,
+    "import_guard": _import_guards_are_not_counted_as_lines_no_case_reaches,
+    "hint_mismatch": _the_hint_type_and_the_given_type_are_told_apart,
+    "pandas_iterator": None,
+    "pandas_iterator_tuple": None,
+    "pandas_aggregate": _an_aggregation_is_judged_per_group_through_the_whole_loop,
+    "pandas_aggregate_vectorized": _a_vectorized_aggregation_is_watched_per_group_and_wired_as_an_arrow_aggregate,
+    "apply_in_pandas": None,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [s for s in SHAPES if s.name in CHECKS], ids=lambda shape: shape.name)
+def test_each_kind_of_shape_goes_through_the_first_loop_or_is_refused_up_front(tmp_path, workers, shape):
+    outcome = run_shape(shape, tmp_path, workers, hidden_rows=1100)
+    if shape.refused:
+        assert outcome.refusal and re.search(shape.refused, outcome.refusal), outcome.refusal
+        assert not (tmp_path / "aether_workspaces").exists() or not any((tmp_path / "aether_workspaces").iterdir())
+        return
+    assert outcome.refusal is None
+    assert [c.raises for c in outcome.recorded.recorded].count(None) >= 2  # behaviour recorded, not an extraction's NameError
+    tested = outcome.tested
+    assert (tested.passed, tested.failed, tested.errors) == (len(shape.inputs), 0, 0), tested.tests
+    assert outcome.compared.equal, outcome.compared.mismatches[:3]
+    assert outcome.compared_rows >= 1000
+    if CHECKS[shape.name] is not None:
+        CHECKS[shape.name](outcome, workers)

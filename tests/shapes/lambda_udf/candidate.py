@@ -1,0 +1,6 @@
+TARGET = "vectorized"
+
+
+def evaluate(s):
+    cleaned = s.str.strip().str.lower()
+    return cleaned.mask(s.fillna("") == "")

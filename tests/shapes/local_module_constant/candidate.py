@@ -1,0 +1,5 @@
+TARGET = "vectorized"
+
+
+def evaluate(text):
+    return text.str.replace(r"[$,]", "", regex=True)

@@ -1,0 +1,4 @@
+import re
+
+SALARY_RE = re.compile(r"[$,]")
+HEADER = "salary"

@@ -1,0 +1,7 @@
+from pyspark.sql import functions as F
+
+TARGET = "sql"
+
+
+def build(ts):
+    return F.hour(ts)
