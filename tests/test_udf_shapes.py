@@ -26,6 +26,7 @@ from aether_mcp.tools.benchmarking import micro_benchmark, run_benchmark
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.cheat_audit import audit_candidate
 from aether_mcp.tools.conversion_report import wiring
+from aether_mcp.tools.profiling import nsys_profile
 from aether_mcp.workspace import Workspace
 from shapes.catalog import SHAPES, Outcome, run_shape
 
@@ -370,6 +371,8 @@ def _an_aggregation_is_judged_per_group_through_the_whole_loop(outcome: Outcome,
     ws = outcome.created.workspace
     root = SandboxRoot(Path(ws).parents[1])
     assert [a.type for a in outcome.created.udf.args] == ["array<double>"] and "once per group" in outcome.created.notes[0]
+    guide = (Path(ws) / "candidate" / "README.md").read_text()
+    assert "**`spread` is an aggregation**" in guide and "{{" not in guide
     assert [(c.expected, c.raises) for c in outcome.recorded.recorded] == [("4.0", None), ("0.0", None), ("0.0", None), ("None", None)]
     # the naive rewrite: Spark orders NaN above every number, pandas skips it
     files.write_file(root, ws, "candidate/naive.py", NAIVE_SPREAD)
@@ -379,6 +382,8 @@ def _an_aggregation_is_judged_per_group_through_the_whole_loop(outcome: Outcome,
     assert spec_strength.mutation_score(root, workers, ws).killed >= 1
     benchmarked = run_benchmark(root, workers, ws, outcome.shape.name, rows=2000, repeats=1, warmup=0, modes=["floor", "original", "candidate"])
     assert not benchmarked.failed and "equals the original's" in benchmarked.output_check and benchmarked.speedup
+    plan = nsys_profile(root, workers, ws, outcome.shape.name, rows=500)
+    assert plan.backend == "spark-plan" and "HashAggregate" in plan.plans["physical"]  # the aggregate, in Spark
 
 
 PER_VALUE_SPREAD = """
@@ -410,6 +415,8 @@ def _a_vectorized_aggregation_is_watched_per_group_and_wired_as_an_arrow_aggrega
     assert looping.verdict == "FAIL" and any(f.rule == "row_at_a_time" and f.check == "dynamic" for f in looping.findings), looping.findings
     micro = micro_benchmark(root, ws, outcome.shape.name, rows=500, repeats=1)
     assert micro.rows == 500
+    profiled = nsys_profile(root, workers, ws, outcome.shape.name, rows=300)
+    assert profiled.backend == "cpu" and any(spot.function == "evaluate" for spot in profiled.hotspots), profiled.hotspots[:5]
     assert "spark_arrow_aggregate(evaluate" in wiring(Workspace.open(root, ws), outcome.shape.name, "vectorized", [], [])
 
 

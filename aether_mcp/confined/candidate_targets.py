@@ -189,11 +189,14 @@ def audit_target(spark: SparkSession, config: Any, target: str, source: str, fil
     return {"kind": kind, "events": events, "runs": results}
 
 
-def plan_target(spark: SparkSession, loaded: LoadedTarget, data: str) -> dict[str, Any]:
-    """The plan profile of a sql candidate over the Parquet file `data`, wired as a job wires it."""
+def plan_target(spark: SparkSession, config: Any, loaded: LoadedTarget, data: str) -> dict[str, Any]:
+    """The plan profile of a sql candidate over the Parquet file `data`, wired as a job wires it (an aggregation in groupBy().agg())."""
     from aether_mcp.confined.plan_profile import profile_plan
 
     frame = spark.read.parquet(data)
+    if is_grouped(config):
+        values = group_rows(frame.withColumn(ROW_ID, F.monotonically_increasing_id()), config, ordered=False)
+        return profile_plan(values.groupBy(ROW_ID).agg(loaded.built.alias(OUTPUT)))
     keep = [F.col(f"`{c}`") for c in frame.columns]
     return profile_plan(apply_build(frame, loaded.built, loaded.label, keep=keep))
 

@@ -117,7 +117,7 @@ class CandidateWorker(SparkWorker):
                 loaded = self._loaded(context)
                 if loaded.target_kind != "sql":
                     return refused(f"{context.target} is not a sql candidate")
-                profile = plan_target(self.spark, loaded, str(message.get("data", "")))
+                profile = plan_target(self.spark, context.config, loaded, str(message.get("data", "")))
             except TargetError as exc:
                 return {"ok": False, "error_kind": "target", "message": str(exc), "restart": exc.in_driver}
             except Exception as exc:  # a plan that does not analyse is the candidate's problem

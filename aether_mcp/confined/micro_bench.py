@@ -74,16 +74,21 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     return _timed(request, run_original, run_candidate, raised)
 
 
-def _per_group(config: Any, table: Any, original: Any, evaluate: Any) -> tuple[Any, Any]:
-    """An aggregation's original and candidate, each called once per group (a row of the data, its arrays zipped)."""
+def _arrow_groups(table: Any) -> list[list[Any]]:
+    """An aggregation's data as its groups: per row (its arrays zipped as Spark zips them), one Arrow array per column."""
     import pyarrow as pa
 
     from aether_mcp.evaluation.pandas_forms import group_columns
 
+    groups = [group for group in (group_columns(list(row)) for row in zip(*[column.to_pylist() for column in table.columns])) if group is not None]
+    return [[pa.array(values, type=column.type.value_type) for values, column in zip(group, table.columns)] for group in groups]
+
+
+def _per_group(config: Any, table: Any, original: Any, evaluate: Any) -> tuple[Any, Any]:
+    """An aggregation's original and candidate, each called once per group (a row of the data, its arrays zipped)."""
     zone = config.spark.conf.get("spark.sql.session.timeZone", "UTC")
     element_types = [arg.type.removeprefix("array<").removesuffix(">") for arg in config.udf.args]
-    groups = [group for group in (group_columns(list(row)) for row in zip(*[column.to_pylist() for column in table.columns])) if group is not None]
-    arrow_groups = [[pa.array(values, type=column.type.value_type) for values, column in zip(group, table.columns)] for group in groups]
+    arrow_groups = _arrow_groups(table)
     originals = [[_pandas_argument(values, kind, zone) for values, kind in zip(group, element_types)] for group in arrow_groups]
     candidates = [[backend.from_arrow(values) for values in group] for group in arrow_groups]
 
@@ -150,6 +155,8 @@ def _profile(request: dict[str, Any]) -> dict[str, Any]:
     table = pq.read_table(request["data"])
     source_path = request["candidate"]["filename"]
     evaluate = _candidate(request).evaluate
+    if config.udf.pandas_form == "aggregate":
+        evaluate = _each_group(evaluate, _arrow_groups(table))
     recording = contextlib.ExitStack()
     recorder: dict[str, Any] = {}
     if request["profile"] == "cupti":
@@ -202,6 +209,16 @@ def _profile(request: dict[str, Any]) -> dict[str, Any]:
     for (file, line, function), (_primitive, calls, own, cumulative, _callers) in pstats.Stats(profiler).stats.items():
         functions.append({"function": function, "file": file, "line": line, "calls": calls, "own_s": own, "cumulative_s": cumulative})
     return {**measured, "wall_s": unprofiled, "profiled_wall_s": profiled, "functions": functions}
+
+
+def _each_group(evaluate: Any, groups: list[list[Any]]) -> Any:
+    """An aggregation's evaluate as one call over the data: once per group, its columns converted as Spark hands them over."""
+    import pandas as pd
+
+    def evaluate_groups(*_columns: Any) -> Any:
+        return pd.Series([evaluate(*[backend.from_arrow(values) for values in group]) for group in groups])
+
+    return evaluate_groups
 
 
 def _config(request: dict[str, Any]):

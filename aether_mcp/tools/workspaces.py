@@ -482,6 +482,15 @@ def _udf_info(config: WorkspaceConfig) -> UdfInfo:
     )
 
 
+AGGREGATION_NOTE = """
+**`{name}` is an aggregation** (Series to one value, once per group of `groupBy(...).agg()`). A row
+of the cases is one group: each argument holds that group's values of its column. A `sql`
+candidate's `build(*cols)` returns one aggregate Column over the columns (`F.max(c) - F.min(c)`),
+never steps; a `vectorized` candidate's `evaluate(*series)` gets one group's columns and returns
+one value (a Python or NumPy scalar; None for null).
+"""
+
+
 def _write_workspace(target: Path, config: WorkspaceConfig, module_source: str) -> None:
     (target / "original").mkdir()
     (target / ORIGINAL_MODULE).write_text(module_source, encoding="utf-8")
@@ -496,6 +505,7 @@ def _write_workspace(target: Path, config: WorkspaceConfig, module_source: str) 
         "{{return_type}}": config.udf.return_type,
         "{{kind}}": config.udf.kind,
         "{{source}}": config.udf.source,
+        "{{form_note}}": AGGREGATION_NOTE.format(name=config.udf.name) if config.udf.pandas_form == "aggregate" else "",
     }
     template = resources.files("aether_mcp") / "project_template"
     for relative in ("README.md", "tests/cases.py", "tests/test_behaviour.py", "candidate/README.md"):
