@@ -240,3 +240,33 @@ def test_the_candidate_worker_is_replaced_after_candidate_code_failed_in_it(tmp_
     broken = byte_compare(root, workers, ws, "saboteur", hidden_rows=100)
     assert "half-imported" in broken.error
     assert byte_compare(root, workers, ws, "discount_sql", hidden_rows=1000).equal
+
+
+def test_mismatches_are_counted_by_kind_and_shown_as_distinct_examples(math_root, workers):
+    # wrong two ways: negatives keep their sign (value) and zeros become null (null vs value)
+    ws = math_workspace(math_root, "magnitude", {"two_bugs": sql("return F.when(cols[0] == 0, F.lit(None).cast('double')).otherwise(cols[0])")})
+    result = byte_compare(math_root, workers, ws, "two_bugs", hidden_rows=2000)
+    assert not result.equal
+    for source in result.sources:
+        counted = [k for k in result.mismatch_kinds if k.source == source.source]
+        assert sum(k.rows for k in counted) == source.mismatched
+        shown = [m for m in result.mismatches if m.source == source.source]
+        assert {m.kind for m in shown} == {k.kind for k in counted}  # every kind has an example
+        pairs = [(m.expected, m.actual) for m in shown if not m.shrunk_from]
+        assert len(pairs) == len(set(pairs)) or sum(k.distinct for k in counted) < len(pairs)
+    edge = {k.kind for k in result.mismatch_kinds if k.source == "edge"}
+    assert edge == {"value", "null vs value"}
+
+
+def test_a_float_result_reports_its_distance_in_float_ulps(tmp_path, workers):
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "ratio.py").write_text(
+        "from pyspark.sql.functions import udf\n\n\n@udf('float')\ndef tripled(x: float) -> float:\n    return None if x is None else x * 3.0\n"
+    )
+    root = SandboxRoot(tmp_path)
+    ws = workspaces.init_workspace(root, "jobs/ratio.py", "tripled").workspace
+    files.write_file(root, ws, "candidate/drift.py", sql("return (cols[0].cast('double') * 3.0 * (1 + 1e-7)).cast('float')"))
+    result = byte_compare(root, workers, ws, "drift", hidden_rows=1000)
+    values = [m for m in result.mismatches if m.kind == "value"]
+    assert not result.equal and values
+    assert all(m.ulp_distance is not None and 1 <= m.ulp_distance <= 4 and "float32 ULP apart" in m.detail for m in values), values

@@ -59,3 +59,23 @@ def test_a_declared_ulp_tolerance_accepts_only_that_many_ulps():
     assert "2 ULP apart" in difference(1.0, near, ulp_tolerance=1)
     assert difference(float("nan"), 1.0, ulp_tolerance=10**6) is not None
     assert difference(0.0, -0.0, ulp_tolerance=10**6) is not None
+
+
+def test_a_float_result_is_measured_in_single_precision_ulps():
+    import struct
+
+    from pyspark.sql import types as T
+
+    from aether_mcp.judge.compare import classify
+
+    one = struct.unpack("<f", struct.pack("<f", 1.1))[0]
+    next_float = struct.unpack("<f", struct.pack("<i", struct.unpack("<i", struct.pack("<f", one))[0] + 1))[0]
+    found = classify(one, next_float, data_type=T.FloatType())
+    assert found.ulp == 1 and "(1 float32 ULP apart)" in found.detail
+    assert classify(one, next_float).ulp == 2**29  # the same two values counted as doubles
+    assert classify(one, next_float, ulp_tolerance=1, data_type=T.FloatType()) is None
+    assert classify(one, next_float, ulp_tolerance=1) is not None  # a double tolerance of 1 stays strict
+    nested = T.StructType([T.StructField("lo", T.DoubleType()), T.StructField("hi", T.ArrayType(T.FloatType()))])
+    assert classify({"lo": 0.0, "hi": [one]}, {"lo": 0.0, "hi": [next_float]}, data_type=nested).ulp == 1
+    assert classify({"k": one}, {"k": next_float}, data_type=T.MapType(T.StringType(), T.FloatType())).ulp == 1
+    assert classify({"lo": one, "hi": []}, {"lo": next_float, "hi": []}, data_type=nested).ulp == 2**29  # the double field

@@ -88,3 +88,113 @@ def test_the_recommended_wiring_runs_in_a_spark_job(root, workspace, tmp_path):
     lines = [line for line in completed.stdout.splitlines() if line.startswith("[")]
     expected = "['weight', 'express', 'fee'] [4.99, 4.99, 15.98, None]"
     assert lines == [expected, expected]
+
+
+# --- which results the report believes, and what it recommends -------------------------------------
+# Records are written as the tools write them (candidate_results, benchmark.json), so these pin the
+# report's reading of them without running Spark.
+
+
+def _verified(opened: Workspace, name: str, rows: int = 20_000) -> None:
+    from aether_mcp import candidate_results
+
+    candidate_results.record(opened, "compares", name, {"equal": True, "rows_compared": rows, "evidence": "", "mismatched": 0, "result_path": f"/runs/{name}/compare.json"})
+    candidate_results.record(opened, "audits", name, {"verdict": "PASS", "blocking": 0, "comparison_equal": True, "rows_compared": rows, "result_path": f"/runs/{name}/audit.json"})
+
+
+def _benchmarked(opened: Workspace, name: str, speedup: float, interval: list[float], run: str) -> None:
+    import hashlib
+    import json
+
+    from aether_mcp.tools.benchmarking import BENCH_DIR
+
+    digest = hashlib.sha256((opened.path / "candidate" / f"{name}.py").read_bytes()).hexdigest()
+    folder = opened.state_dir / BENCH_DIR / run
+    folder.mkdir(parents=True)
+    record = {"candidate": name, "candidate_digest": digest, "rows": 100_000, "repeats": 5, "modes": [], "speedup": speedup, "speedup_ci": interval}
+    (folder / "benchmark.json").write_text(json.dumps(record))
+
+
+def _two_candidates(root, workspace) -> Workspace:
+    opened = Workspace.open(root, workspace)
+    (opened.path / "candidate" / "slow.py").write_text(STEPPED_SQL)
+    (opened.path / "candidate" / "slower.py").write_text(STEPPED_SQL + "\n# another spelling\n")
+    _verified(opened, "slow")
+    _verified(opened, "slower")
+    return opened
+
+
+def test_report_says_ship_none_when_every_verified_candidate_is_slower(root, workspace):
+    opened = _two_candidates(root, workspace)
+    _benchmarked(opened, "slow", 0.84, [0.80, 0.88], "20261202T000001-a")
+    _benchmarked(opened, "slower", 0.67, [0.61, 0.72], "20261202T000002-b")
+    data = conversion_report.collect(root, opened)
+    assert data["recommendation"]["candidate"] is None and data["recommendation"]["wiring"] is None
+    summary = data["recommendation"]["summary"]
+    assert summary.startswith("ship none: keep the UDF.")
+    assert "slow 0.84x the original's speed in run_benchmark (95% CI 0.80-0.88)" in summary and "slower 0.67x" in summary
+
+
+def test_report_ships_none_when_the_interval_reaches_below_one(root, workspace):
+    opened = _two_candidates(root, workspace)
+    _benchmarked(opened, "slow", 1.08, [0.93, 1.21], "20261202T000001-a")
+    data = conversion_report.collect(root, opened)
+    assert data["recommendation"]["candidate"] is None
+    assert "slower not benchmarked on its current file" in data["recommendation"]["summary"]
+
+
+def test_report_ships_the_fastest_verified_candidate(root, workspace):
+    opened = _two_candidates(root, workspace)
+    _benchmarked(opened, "slow", 2.18, [2.05, 2.31], "20261202T000001-a")
+    _benchmarked(opened, "slower", 1.40, [1.31, 1.52], "20261202T000002-b")
+    recommendation = conversion_report.collect(root, opened)["recommendation"]
+    assert recommendation["candidate"] == "slow" and recommendation["speedup"] == 2.18
+    assert "The other verified candidates: slower 1.40x" in recommendation["summary"] and "from slow import build" in recommendation["wiring"]
+
+
+def test_a_candidate_restored_byte_for_byte_is_not_stale(root, workspace):
+    from aether_mcp import candidate_results
+
+    opened = Workspace.open(root, workspace)
+    path = opened.path / "candidate" / "fee.py"
+    path.write_text(STEPPED_SQL)
+    _verified(opened, "fee")
+    path.write_text(STEPPED_SQL.replace("1.5", "1.6"))  # an optimization attempt, compared and found wrong
+    candidate_results.record(opened, "compares", "fee", {"equal": False, "rows_compared": 900, "evidence": "", "mismatched": 40, "result_path": "/runs/attempt.json"})
+    assert workspaces.workspace_status(root, workspace).last_compares["fee"].mismatched == 40
+    path.write_text(STEPPED_SQL)  # restored
+    status = workspaces.workspace_status(root, workspace)
+    compare, audit = status.last_compares["fee"], status.last_audits["fee"]
+    assert compare.equal is True and not compare.candidate_changed_since and audit.verdict == "PASS" and not audit.candidate_changed_since
+    assert next(g for g in status.gates if g.name == "candidate_equal").status == "pass"
+    path.write_text(STEPPED_SQL + "\n")  # one byte more: no result judged these bytes
+    assert workspaces.workspace_status(root, workspace).last_compares["fee"].candidate_changed_since
+
+
+def test_report_shows_the_strongest_comparison_on_the_current_content(root, workspace):
+    from aether_mcp import candidate_results
+
+    opened = Workspace.open(root, workspace)
+    (opened.path / "candidate" / "fee.py").write_text(STEPPED_SQL)
+    _verified(opened, "fee", rows=100_000)
+    # the benchmark's own small pre-check comes later, on the same bytes
+    candidate_results.record(opened, "compares", "fee", {"equal": True, "rows_compared": 1604, "evidence": "", "mismatched": 0, "result_path": "/runs/precheck.json"})
+    markdown = conversion_report.render_markdown(conversion_report.collect(root, opened))
+    assert "equal on 100000 rows" in markdown and "1604" not in markdown
+
+
+def test_a_mismatch_outweighs_later_equal_runs_on_the_same_content(root, workspace):
+    from aether_mcp import candidate_results
+
+    opened = Workspace.open(root, workspace)
+    (opened.path / "candidate" / "fee.py").write_text(STEPPED_SQL)
+    candidate_results.record(opened, "compares", "fee", {"equal": False, "rows_compared": 20_000, "evidence": "", "mismatched": 1, "result_path": "/runs/found.json"})
+    _verified(opened, "fee", rows=100_000)  # a later sample that missed the one wrong row proves nothing
+    status = workspaces.workspace_status(root, workspace)
+    assert status.last_compares["fee"].equal is False and not status.last_compares["fee"].candidate_changed_since
+    assert conversion_report.collect(root, opened)["candidates"]["fee"]["verified"] is False
+    # recording a deviation changes what is judged: the old mismatch no longer describes it
+    deviations_file = opened.path / "deviations" / "fee.json"
+    deviations_file.parent.mkdir(exist_ok=True)
+    deviations_file.write_text("[]")
+    assert workspaces.workspace_status(root, workspace).last_compares["fee"].candidate_changed_since

@@ -107,8 +107,13 @@ async def test_the_four_phases_through_mcp(root, workers):
         journal = [json.loads(line) for line in Path(rejected["journal"]).read_text().splitlines()]
         assert [(e["step"], e["accepted"]) for e in journal] == [(0, True), (1, True), (2, False)]
 
+        status = await ok(client, "workspace_status", workspace=ws)
+        assert status["last_compares"]["fee"]["equal"] is True and not status["last_compares"]["fee"]["candidate_changed_since"]  # restored bytes bring their results back
         written = await ok(client, "report", workspace=ws)
-        assert written["recommended"] == "fee"
+        assert written["recommended"] is None and "fee not benchmarked on its current file" in written["recommendation"]
+        await ok(client, "run_benchmark", workspace=ws, candidate="fee", rows=100_000, repeats=5, warmup=1, modes=["original", "candidate"], spec=SPEC)
+        written = await ok(client, "report", workspace=ws)
+        assert written["recommended"] == "fee", written["recommendation"]
         markdown = Path(written["artifacts"]["markdown"]).read_text()
         assert written["embedded_markdown"] == markdown
         for section in ("The UDF and its source", "Tests", "Candidates", "Recorded deviations", "Benchmarks", "Profiles", "Optimization journal", "Recommendation"):

@@ -120,7 +120,7 @@ def test_class_7_copied_verdicts_show_in_status_but_verify_recomputes_them(verif
     files.write_file(root, ws, "candidate/shortcut.py", shortcut)
     runs = Path(ws) / ".aether" / "runs" / "audits.json"
     forged = json.loads(runs.read_text())
-    forged["shortcut"] = {**forged["discount_sql"], "candidate_digest": hashlib.sha256(shortcut.encode()).hexdigest()}
+    forged["shortcut"] = [{**forged["discount_sql"][-1], "candidate_digest": hashlib.sha256(shortcut.encode()).hexdigest()}]
     runs.write_text(json.dumps(forged))
     status = workspaces.workspace_status(root, ws)
     assert status.last_audits["shortcut"].verdict == "PASS" and not status.last_audits["shortcut"].candidate_changed_since  # the record is believed

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 import types
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 import pyarrow as pa

@@ -9,7 +9,6 @@ rows are shrunk to small counterexamples before they are reported.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import secrets
@@ -31,7 +30,7 @@ from aether_mcp.judge.watch_events import WatchEvent, parse
 from aether_mcp.judge.mined_values import mine
 from aether_mcp.wire.value_codec import Raised
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
-from aether_mcp import deviations
+from aether_mcp import candidate_results, deviations
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.deviations import AppliedDeviations
 from aether_mcp.path_guard import SandboxRoot
@@ -41,7 +40,7 @@ from aether_mcp.tools import device_proof
 from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.test_freeze import require_frozen_tests_intact
 from aether_mcp.spark_types import SUPPORTED_TYPES_TEXT, parse_type, unsupported_part
-from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace, new_run_id
+from aether_mcp.workspace import TESTS_DIR, Workspace, new_run_id
 
 Source = Literal["tests", "edge", "hidden"]
 MAX_HIDDEN_ROWS = 200_000
@@ -84,6 +83,13 @@ class Mismatch(BaseModel):
     detail: str
     ulp_distance: int | None = None
     shrunk_from: list[str] | None = Field(None, description="the hidden row as generated, when this counterexample was shrunk from it")
+
+
+class MismatchKind(BaseModel):
+    source: Source
+    kind: str
+    rows: int = Field(description="rows of this source that differ in this way")
+    distinct: int = Field(description="distinct (expected, got) pairs among them; mismatches shows each kind in turn, new pairs first")
 
 
 class RaisedExample(BaseModel):
@@ -141,7 +147,8 @@ class ByteCompareResult(BaseModel):
     rows_compared: int = Field(description="rows on which the original returned, compared (rows where it raised are counted in original_raised)")
     evidence: Evidence
     sources: list[SourceSummary]
-    mismatches: list[Mismatch]
+    mismatch_kinds: list[MismatchKind] = Field(default_factory=list, description="every mismatching row counted by source and kind, most common first")
+    mismatches: list[Mismatch] = Field(description="examples: per source, each kind of mismatch in turn, distinct (expected, got) pairs first")
     original_raised: OriginalRaised
     rows_out_of_scope: int = Field(0, description="rows a recorded deviation declares out of scope (not compared)")
     error: str | None = Field(None, description="why the candidate could not be evaluated (then equal is false)")
@@ -229,6 +236,7 @@ def byte_compare(
     mismatched: dict[Source, int] = {"tests": 0, "edge": 0, "hidden": 0}
     returned_on_raise: dict[Source, int] = {"tests": 0, "edge": 0, "hidden": 0}
     to_shrink: list[int] = []
+    groups: dict[tuple[Source, str], list[tuple[int, Difference]]] = {}
     excluded = 0
     hidden_compared = 0
     raise_outcome = {"raised": 0, "returned": 0, "allowed": 0}
@@ -248,11 +256,12 @@ def byte_compare(
             if found is None:
                 continue
             mismatched[source] += 1
-            kind_shown = sum(1 for m in mismatches if m.source == source and (m.kind == RAISE_KIND) == (found.kind == RAISE_KIND))
-            if kind_shown < MISMATCHES_PER_SOURCE:
-                mismatches.append(_mismatch(source, rows[index], expected[index], actual[index], found))
-                if source == "hidden" and found.kind != RAISE_KIND and len(to_shrink) < SHRUNK_PER_CALL:
-                    to_shrink.append(len(mismatches) - 1)
+            groups.setdefault((source, found.kind), []).append((index, found))
+        for index, found in _examples(groups, expected, actual):
+            source = inputs[index][0]
+            mismatches.append(_mismatch(source, rows[index], expected[index], actual[index], found))
+            if source == "hidden" and found.kind != RAISE_KIND and len(to_shrink) < SHRUNK_PER_CALL:
+                to_shrink.append(len(mismatches) - 1)
         if to_shrink and not contract_problems:  # with the wrong output type every row differs: nothing to shrink
             report(3, 4, f"shrinking {len(to_shrink)} counterexample(s)")
             shown = {tuple(m.args) for m in mismatches}
@@ -294,6 +303,7 @@ def byte_compare(
         evidence=evidence,
         rows_out_of_scope=excluded,
         sources=sources,
+        mismatch_kinds=_kind_counts(groups, expected, actual),
         mismatches=mismatches,
         original_raised=OriginalRaised(
             count=len(raised),
@@ -385,6 +395,7 @@ class Comparison:
         self.ulp_tolerance = compare.ulp_tolerance if compare.floats == "ulp" else 0
         self.deviations = deviations.load(workspace, target.removeprefix("candidate:"))
         self.applied = AppliedDeviations(self.deviations, [a.name for a in workspace.config.udf.args])
+        self.return_type = parse_type(workspace.config.udf.return_type)  # ULPs are the result type's
 
     def policy(self) -> ComparisonPolicy:
         declared = [f"floats within {self.ulp_tolerance} ULP count as equal (aether.toml [compare])"] if self.ulp_tolerance else []
@@ -405,7 +416,7 @@ class Comparison:
             if self.raise_outcome(row, actual) == "returned":
                 return Difference(RAISE_KIND, f"{RAISE_KIND}: the original raised {expected}, the candidate returned {actual!r}"), False
             return None, False
-        return classify(expected, actual, max(self.ulp_tolerance, tolerance)), False
+        return classify(expected, actual, max(self.ulp_tolerance, tolerance), data_type=self.return_type), False
 
     def raise_outcome(self, row: list[Any], actual: Any) -> str:
         """On a row where the original raised: 'raised', 'allowed' (returned, under a deviation) or 'returned'."""
@@ -566,6 +577,42 @@ def _original_row(inputs: list[tuple[Source, list[Any]]], mismatch: Mismatch) ->
     raise AssertionError("a reported mismatch must come from an input row")
 
 
+def _examples(groups: dict[tuple[Source, str], list[tuple[int, Difference]]], expected: list[Any], actual: list[Any]) -> list[tuple[int, Difference]]:
+    """Up to MISMATCHES_PER_SOURCE examples per source (and as many of raises), taken in turn from each kind of
+    mismatch, each showing an (expected, got) pair not shown yet while the kind has one."""
+    chosen: list[tuple[int, Difference]] = []
+    for source in ("tests", "edge", "hidden"):
+        for raises in (False, True):
+            kinds = [entries for (where, kind), entries in groups.items() if where == source and (kind == RAISE_KIND) == raises]
+            queues = [_distinct_first(entries, expected, actual) for entries in kinds]
+            taken = 0
+            while taken < MISMATCHES_PER_SOURCE and any(queues):
+                for queue in queues:
+                    if queue and taken < MISMATCHES_PER_SOURCE:
+                        chosen.append(queue.pop(0))
+                        taken += 1
+    return chosen
+
+
+def _kind_counts(groups: dict[tuple[Source, str], list[tuple[int, Difference]]], expected: list[Any], actual: list[Any]) -> list[MismatchKind]:
+    counts = [
+        MismatchKind(source=source, kind=kind, rows=len(entries), distinct=len({(_show(expected[i]), _show(actual[i])) for i, _ in entries}))
+        for (source, kind), entries in groups.items()
+    ]
+    return sorted(counts, key=lambda c: (-c.rows, c.source, c.kind))
+
+
+def _distinct_first(entries: list[tuple[int, Difference]], expected: list[Any], actual: list[Any]) -> list[tuple[int, Difference]]:
+    """The entries with each new (expected, got) pair first, repeats after, in row order within each."""
+    seen: set[tuple[str, str]] = set()
+    first, repeats = [], []
+    for index, found in entries:
+        pair = (_show(expected[index]), _show(actual[index]))
+        (repeats if pair in seen else first).append((index, found))
+        seen.add(pair)
+    return first + repeats
+
+
 def _mismatch(source: Source, row: list[Any], expected: Any, actual: Any, found) -> Mismatch:
     return Mismatch(
         source=source,
@@ -624,14 +671,11 @@ def _backend(workspace: Workspace, target: str, resolved: Resolved) -> str:
 
 
 def _record_latest(workspace: Workspace, result: ByteCompareResult, target: str) -> None:
-    path = workspace.state_dir / "runs" / "compares.json"
-    with workspace.lock():
-        try:
-            latest = json.loads(path.read_text()) if path.exists() else {}
-        except ValueError:
-            latest = {}
-        candidate_file = workspace.path / "candidate" / f"{result.candidate}.py"
-        latest[result.candidate] = {
+    candidate_results.record(
+        workspace,
+        "compares",
+        result.candidate,
+        {
             "equal": result.equal,
             "rows_compared": result.rows_compared,
             "evidence": result.evidence.note,
@@ -640,8 +684,6 @@ def _record_latest(workspace: Workspace, result: ByteCompareResult, target: str)
             "simulated": result.simulated,
             "gpu_verified": result.gpu_verified,
             "confined": result.confined,
-            "candidate_digest": hashlib.sha256(candidate_file.read_bytes()).hexdigest() if candidate_file.exists() else None,
-            "original_digest": hashlib.sha256((workspace.path / ORIGINAL_MODULE).read_bytes()).hexdigest(),
             "result_path": result.result_path,
-        }
-        path.write_text(json.dumps(latest, indent=2, sort_keys=True))
+        },
+    )

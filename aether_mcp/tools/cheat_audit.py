@@ -12,8 +12,6 @@ batch. Where the candidate's processes could not be confined, a clean verdict re
 
 from __future__ import annotations
 
-import hashlib
-import json
 import secrets
 from pathlib import Path
 import threading
@@ -23,7 +21,7 @@ from typing import Any, Callable, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import deviations
+from aether_mcp import candidate_results, deviations
 from aether_mcp.judge import cheat_rules
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.judge.case_literals import NotALiteral, literal
@@ -179,21 +177,20 @@ def audit_candidate(
 
 
 def _record_latest(workspace: Workspace, result: AuditCandidateResult) -> None:
-    """The latest verdict per candidate, for workspace_status (stale once the candidate file changes)."""
-    path = workspace.state_dir / "runs" / "audits.json"
-    with workspace.lock():
-        try:
-            latest = json.loads(path.read_text()) if path.exists() else {}
-        except ValueError:
-            latest = {}
-        candidate_file = candidate_path(workspace, f"candidate:{result.candidate}")
-        latest[result.candidate] = {
+    """The verdict, for workspace_status and the report (current while the candidate, original and deviations are)."""
+    candidate_results.record(
+        workspace,
+        "audits",
+        result.candidate,
+        {
             "verdict": result.verdict,
             "blocking": sum(1 for f in result.findings if f.severity == "block"),
-            "candidate_digest": hashlib.sha256(candidate_file.read_bytes()).hexdigest() if candidate_file.exists() else None,
+            "comparison_equal": result.comparison.equal,
+            "rows_compared": result.comparison.rows_compared,
+            "tests": result.tests,
             "result_path": result.result_path,
-        }
-        path.write_text(json.dumps(latest, indent=2, sort_keys=True))
+        },
+    )
 
 
 def _static_findings(workspace: Workspace, name: str) -> list[AuditFinding]:

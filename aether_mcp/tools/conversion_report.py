@@ -254,20 +254,33 @@ def _recommendation(opened: Workspace, data: dict[str, Any]) -> dict[str, Any]:
         current = [b for b in data["benchmarks"] if b["candidate"] == name and b.get("candidate_digest") == digest and b["speedup"] is not None]
         return (current[-1]["speedup"], current[-1]["speedup_ci"]) if current else (None, None)
 
-    optimized = [name for name in verified if name in data["optimization"]]
-    ranked = sorted(verified, key=lambda name: (name not in optimized, -(latest_speedup(name)[0] or 0.0), name))
-    chosen = ranked[0]
-    speedup, interval = latest_speedup(chosen)
+    measured = {name: latest_speedup(name) for name in sorted(verified)}
+    # a win is faster over its whole interval; a point estimate above 1 with an interval reaching below is not one
+    winners = [name for name, (speedup, interval) in measured.items() if speedup is not None and (interval[0] if interval else speedup) > 1.0]
+    if not winners:
+        numbers = "; ".join(_speed_text(name, *measured[name]) for name in measured)
+        return {
+            "candidate": None,
+            "summary": f"ship none: keep the UDF. No verified candidate is faster than the original over its whole benchmark interval ({numbers}).",
+            "speedup": None,
+            "wiring": None,
+        }
+    chosen = max(winners, key=lambda name: (measured[name][0], name))
+    speedup, interval = measured[chosen]
     kind = verified[chosen]["target"]
-    if speedup is None:
-        measured = "not benchmarked on its current file yet: run run_benchmark before shipping it"
-    elif speedup < 1:
-        measured = f"but it ran {speedup:.2f}x the original's speed in run_benchmark (slower): keep the UDF unless the plan benefits elsewhere"
-    else:
-        measured = f"{speedup:.2f}x the original in run_benchmark" + (f" (95% CI {interval[0]:.2f}-{interval[1]:.2f})" if interval else "")
+    others = [name for name in measured if name != chosen]
+    compared = f" The other verified candidates: {'; '.join(_speed_text(name, *measured[name]) for name in others)}." if others else ""
     deviations_note = f"; it carries {len(verified[chosen]['deviations'])} recorded deviation(s), listed above" if verified[chosen]["deviations"] else ""
-    summary = f"ship candidate/{chosen}.py ({kind}): equal to the original on every compared row and audited clean, {measured}{deviations_note}."
+    summary = f"ship candidate/{chosen}.py ({kind}): equal to the original on every compared row and audited clean, {_speed_text(chosen, speedup, interval, named=False)}{deviations_note}.{compared}"
     return {"candidate": chosen, "summary": summary, "speedup": speedup, "speedup_ci": interval, "wiring": wiring(opened, chosen, kind, data["call_sites"], data["arrow_batch"])}
+
+
+def _speed_text(name: str, speedup: float | None, interval: list[float] | None, named: bool = True) -> str:
+    who = f"{name} " if named else ""
+    if speedup is None:
+        return f"{who}not benchmarked on its current file (run_benchmark(workspace, {name!r}) measures it)"
+    where = f" (95% CI {interval[0]:.2f}-{interval[1]:.2f})" if interval else ""
+    return f"{who}{speedup:.2f}x the original's speed in run_benchmark{where}"
 
 
 def wiring(opened: Workspace, name: str, kind: str, call_sites: list[dict[str, Any]], arrow_batch: list[dict[str, Any]]) -> str:
@@ -304,7 +317,7 @@ def wiring(opened: Workspace, name: str, kind: str, call_sites: list[dict[str, A
             "    built = build(*[F.col(a) if isinstance(a, str) else a for a in args])",
             "    if isinstance(built, Column):",
             "        return frame.withColumn(name, built)",
-            "    for step, column in built:  # helper steps, each computed once",
+            "    for step, column in built:  # helper steps, as byte_compare and run_benchmark applied them",
             "        frame = frame.withColumn(step, column)",
             "    return frame.withColumn(name, F.col(built[-1][0])).drop(*[step for step, _ in built if step != name])",
         ]
@@ -431,7 +444,8 @@ def render_markdown(data: dict[str, Any]) -> str:
             audit = c["audit"]
             audit_cell = f"{audit['verdict']}" + (f", {audit['blocking']} blocking" if audit["blocking"] else "") + (" (stale)" if audit["candidate_changed_since"] else "") if audit else "not run"
             out.append(f"| {name} | {c['target']} | {tests_cell} | {compare_cell} | {audit_cell} | {len(c['deviations'])} | {'yes' if c['verified'] else 'no'} |")
-        out += ["", "(stale: the candidate file changed after that result.)", ""]
+        out += ["", "Each cell is the strongest result on the candidate's current content (a mismatch or a failing audit outweighs later clean runs). "
+                "(stale: the candidate, the original or the deviations differ from every recorded result; the newest is shown.)", ""]
     else:
         out += ["No candidate written yet.", ""]
 

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import bench_data, snapshot_store
+from aether_mcp import bench_data, candidate_results, snapshot_store
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.test_freeze import freeze_record
@@ -187,7 +187,7 @@ def _start(root, workers, opened: Workspace, name: str, label: str, min_gain: fl
             f"candidate {name!r} cannot be the starting point: audit_candidate FAIL ({'; '.join(audit.reasons[:3])}). "
             "Fix it (audit_candidate lists the findings), then call try_optimization again to record it as the best."
         )
-    state = {"best_snapshot": attempt.snapshot_id, "best_label": label, "steps": 0, "rejections_in_a_row": 0, "started": _now(), "best_records": _latest_records(opened, name)}
+    state = {"best_snapshot": attempt.snapshot_id, "best_label": label, "steps": 0, "rejections_in_a_row": 0, "started": _now()}
     return _finish(
         opened, name, 0, label, state, attempt, accepted=True, reverted=False, min_gain=min_gain, started=started, audit_verdict=audit.verdict, audit_reasons=[],
         reason="recorded as the best version (audit_candidate PASS with a fresh comparison); each later call must beat it", count=False,
@@ -205,12 +205,10 @@ def _finish(
         with opened.lock():
             owned = _owned_files(opened, name, best, attempt)
             restored, deleted = snapshot_store.restore(opened, best, only=owned.__contains__)
-    if reverted and state.get("best_records"):
-        _put_latest_records(opened, name, state["best_records"])
     if count:
         state = {**state, "steps": step, "rejections_in_a_row": 0 if accepted else state["rejections_in_a_row"] + 1}
         if accepted:
-            state = {**state, "best_snapshot": attempt.snapshot_id, "best_label": label, "best_records": _latest_records(opened, name)}
+            state = {**state, "best_snapshot": attempt.snapshot_id, "best_label": label}
     _save_state(opened, name, state)
     advice = _advice(state)
     entry = {
@@ -246,50 +244,21 @@ def _finish(
     )
 
 
-# The latest byte_compare and audit per candidate, as workspace_status and the report read them.
-LATEST_RECORDS = ("compares.json", "audits.json")
-
-
-def _latest_records(opened: Workspace, name: str) -> dict[str, Any]:
-    """The candidate's latest comparison and audit entries, when they are of its current file."""
-    digest = _digest(opened, name)
-    found = {}
-    for filename in LATEST_RECORDS:
+def _current_pass(opened: Workspace, name: str) -> AuditCandidateResult | None:
+    """The latest PASS of exactly these candidate bytes (original and deviations as now), audited against the tests as frozen now."""
+    try:
+        frozen = dt.datetime.fromisoformat((freeze_record(opened) or {})["time"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    for entry in reversed(candidate_results.current_results(opened, "audits", name)):
         try:
-            entry = json.loads((opened.state_dir / "runs" / filename).read_text(encoding="utf-8"))[name]
+            audit = AuditCandidateResult.model_validate_json(Path(entry["result_path"]).read_text(encoding="utf-8"))
+            # run folders are named by their UTC start time; an audit from before the current freeze judged other tests
+            audited = dt.datetime.strptime(Path(audit.result_path).parent.name[:15], "%Y%m%dT%H%M%S").replace(tzinfo=dt.timezone.utc)
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if isinstance(entry, dict) and entry.get("candidate_digest") == digest:
-            found[filename] = entry
-    return found
-
-
-def _put_latest_records(opened: Workspace, name: str, records: dict[str, Any]) -> None:
-    """After a revert, the best version's own results become the latest again (they are of these bytes)."""
-    with opened.lock():
-        for filename, entry in records.items():
-            path = opened.state_dir / "runs" / filename
-            try:
-                latest = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-            except ValueError:
-                latest = {}
-            latest[name] = entry
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(latest, indent=2, sort_keys=True), encoding="utf-8")
-
-
-def _current_pass(opened: Workspace, name: str) -> AuditCandidateResult | None:
-    """The latest audit of exactly these candidate bytes, if it passed against the tests as frozen now."""
-    try:
-        latest = json.loads((opened.state_dir / "runs" / "audits.json").read_text(encoding="utf-8"))[name]
-        audit = AuditCandidateResult.model_validate_json(Path(latest["result_path"]).read_text(encoding="utf-8"))
-        # run folders are named by their UTC start time; an audit from before the current freeze judged other tests
-        audited = dt.datetime.strptime(Path(audit.result_path).parent.name[:15], "%Y%m%dT%H%M%S").replace(tzinfo=dt.timezone.utc)
-        frozen = dt.datetime.fromisoformat((freeze_record(opened) or {})["time"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if audit.verdict.startswith("PASS") and audit.tests == "frozen as recorded" and latest.get("candidate_digest") == _digest(opened, name) and audited > frozen:
-        return audit
+        if audit.verdict.startswith("PASS") and audit.tests == "frozen as recorded" and audited > frozen:
+            return audit
     return None
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import shutil
 from importlib import resources
@@ -14,7 +13,7 @@ import tomli_w
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import deviations, extraction_check, snapshot_store, test_freeze, workspace_derivation
+from aether_mcp import candidate_results, deviations, extraction_check, snapshot_store, test_freeze, workspace_derivation
 from aether_mcp.backend import BACKENDS
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import SUPPORTED_TYPES_TEXT, parse_type, unsupported_part
@@ -127,9 +126,9 @@ def init_workspace(
         notes=notes,
         next_steps=[
             "read original/udf.py (read_file) to see the UDF exactly as extracted",
-            "write behaviour cases into tests/cases.py (write_file)",
+            "record_cases(workspace, inputs, why): typical rows, every branch, boundaries, nulls; the original's real outputs go into tests/cases.py",
             "run_tests(workspace, 'original') to check the cases against the original through Spark",
-            "snapshot(workspace, label) once the tests pass",
+            "coverage_report, mutation_score and audit_tests, then freeze_tests (the specify prompt walks through phase 1)",
         ],
     )
 
@@ -183,7 +182,7 @@ class CompareSummary(BaseModel):
     evidence: str = ""
     rows_compared: int
     mismatched: int
-    candidate_changed_since: bool = Field(description="the candidate file changed after this comparison")
+    candidate_changed_since: bool = Field(description="stale: the candidate, the original or the deviations differ from every comparison recorded; the newest is shown")
     result_path: str
     backend: str = Field("cpu", description="where the candidate ran: cpu or gpu")
     simulated: bool = Field(False, description="a kernel under numba's CUDA simulator")
@@ -197,7 +196,7 @@ T = TypeVar("T")
 class AuditSummary(BaseModel):
     verdict: str
     blocking: int = Field(description="blocking findings")
-    candidate_changed_since: bool = Field(description="the candidate file changed after this audit")
+    candidate_changed_since: bool = Field(description="stale: the candidate, the original or the deviations differ from every audit recorded; the newest is shown")
     result_path: str
 
 
@@ -220,8 +219,8 @@ class WorkspaceStatusResult(BaseModel):
     candidates: list[str]
     snapshots: int
     last_runs: dict[str, RunSummary]
-    last_compares: dict[str, CompareSummary] = Field(description="the latest byte_compare per candidate")
-    last_audits: dict[str, AuditSummary] = Field(description="the latest audit_candidate per candidate")
+    last_compares: dict[str, CompareSummary] = Field(description="per candidate, the strongest byte_compare of its current content (a mismatch outweighs later equal runs), else the latest")
+    last_audits: dict[str, AuditSummary] = Field(description="per candidate, the strongest audit_candidate of its current content (a failure with findings outweighs later passes), else the latest")
     deviations: dict[str, list[str]] = Field(description="recorded deviations per candidate (or why they cannot be read)")
     justifications: dict[str, str] = Field(description="why uncovered lines or branches and surviving mutants are acceptable")
     freeze: FreezeStatus
@@ -352,17 +351,15 @@ def _latest_audits(workspace: Workspace, editable: dict[str, Path]) -> dict[str,
 
 
 def _latest(workspace: Workspace, editable: dict[str, Path], filename: str, summary: Callable[[dict, bool], T]) -> dict[str, T]:
-    """The latest recorded result per candidate, each marked stale when the candidate file changed since."""
-    try:
-        data = json.loads((workspace.state_dir / "runs" / filename).read_text())
-    except (OSError, ValueError):
-        return {}
+    """Per candidate, the strongest result on its current files, else its latest result marked stale."""
+    kind = "compares" if filename == "compares.json" else "audits"
     summaries = {}
-    for name, entry in sorted(data.items()) if isinstance(data, dict) else []:
-        path = editable.get(f"{CANDIDATE_DIR}/{name}.py")
-        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path else None
+    for name in candidate_results.candidates(workspace, kind):
+        entry, stale = candidate_results.shown(workspace, kind, name)
+        if entry is None:
+            continue
         try:
-            summaries[name] = summary(entry, digest != entry.get("candidate_digest"))
+            summaries[name] = summary(entry, stale)
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return summaries

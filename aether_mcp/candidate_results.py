@@ -1,0 +1,111 @@
+"""byte_compare and audit_candidate results per candidate, kept for every content they judged.
+
+A result describes the bytes it judged: the candidate file, the original and the candidate's
+deviation file, each by digest. A result is current while all three are unchanged, whatever
+happened in between (an optimization step that was reverted byte for byte brings its results
+back). Among the current results, a disproof (a mismatch, a blocking finding) outweighs any
+number of later clean runs, since re-running until a random sample misses the difference is
+not evidence; otherwise the strongest result shows: a verdict over no verdict, then the most
+compared rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from aether_mcp import deviations
+from aether_mcp.workspace import CANDIDATE_DIR, ORIGINAL_MODULE, Workspace
+
+Kind = Literal["compares", "audits"]
+KEPT_PER_CANDIDATE = 200  # the oldest results beyond this are dropped
+
+
+def state_digests(workspace: Workspace, name: str) -> dict[str, str | None]:
+    """The digests a result of `name` is valid for: candidate file, original, deviation file."""
+    return {
+        "candidate_digest": _digest(workspace.path / CANDIDATE_DIR / f"{name}.py"),
+        "original_digest": _digest(workspace.path / ORIGINAL_MODULE),
+        "deviations_digest": _digest(deviations.path_for(workspace, name)),
+    }
+
+
+def record(workspace: Workspace, kind: Kind, name: str, entry: dict[str, Any]) -> None:
+    """Add a result of candidate `name` as judged now (its digests are taken here, under the lock)."""
+    path = _path(workspace, kind)
+    with workspace.lock():
+        data = _read(path)
+        history = _history(data.get(name))
+        history.append({**entry, **state_digests(workspace, name)})
+        data[name] = history[-KEPT_PER_CANDIDATE:]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+
+
+def candidates(workspace: Workspace, kind: Kind) -> list[str]:
+    return sorted(_read(_path(workspace, kind)))
+
+
+def current_results(workspace: Workspace, kind: Kind, name: str) -> list[dict[str, Any]]:
+    """Every recorded result of `name` that judged exactly the files as they are now, oldest first."""
+    now = state_digests(workspace, name)
+    return [entry for entry in _history(_read(_path(workspace, kind)).get(name)) if _matches(entry, now)]
+
+
+def shown(workspace: Workspace, kind: Kind, name: str) -> tuple[dict[str, Any] | None, bool]:
+    """(the result to show for `name`, stale): the strongest current one, else the latest one (stale)."""
+    current = current_results(workspace, kind, name)
+    if current:
+        return strongest(kind, current), False
+    history = _history(_read(_path(workspace, kind)).get(name))
+    return (history[-1], True) if history else (None, False)
+
+
+def strongest(kind: Kind, entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The latest disproof if there is one, else the verdict on the most rows, else the latest entry."""
+    disproofs = [e for e in entries if _disproves(kind, e)]
+    if disproofs:
+        return disproofs[-1]
+    positive = [e for e in entries if _positive(kind, e)]
+    if positive:
+        return max(reversed(positive), key=lambda e: int(e.get("rows_compared") or 0))
+    return entries[-1]
+
+
+def _disproves(kind: Kind, entry: dict[str, Any]) -> bool:
+    if kind == "compares":
+        return entry.get("equal") is False
+    return str(entry.get("verdict", "")).startswith("FAIL") and (int(entry.get("blocking") or 0) > 0 or entry.get("comparison_equal") is False)
+
+
+def _positive(kind: Kind, entry: dict[str, Any]) -> bool:
+    return entry.get("equal") is True if kind == "compares" else str(entry.get("verdict", "")).startswith("PASS")
+
+
+def _matches(entry: dict[str, Any], now: dict[str, str | None]) -> bool:
+    # results recorded before the original and deviation digests were kept judged the candidate file only
+    return all(entry.get(key, now[key] if key != "candidate_digest" else None) == value for key, value in now.items())
+
+
+def _history(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, dict):  # one entry per candidate, as older workspaces recorded it
+        return [value]
+    return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _path(workspace: Workspace, kind: Kind) -> Path:
+    return workspace.state_dir / "runs" / f"{kind}.json"
+
+
+def _digest(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
