@@ -35,8 +35,9 @@ Phase 1, specify: pin the original's behaviour in tests, and prove the tests str
 
 CONVERT = """\
 Phase 2, convert: write a candidate and prove it equal to the original as Spark runs it.
-1. Choose the target: "sql" (build(*cols) -> Column, or a list of (name, Column) steps so a value
-   used in several branches is computed once) when Spark functions can express the logic exactly;
+1. Choose the target: "sql" (build(*cols) -> Column, or a list of (name, Column) steps: a step that
+   later steps use more than once stays a projection, computed once) when Spark functions can
+   express the logic exactly;
    "vectorized" (evaluate(*series) -> Series over whole batches; xp/array/series from
    aether_mcp.backend make one source run on NumPy/pandas and on CuPy/cuDF); "kernel" (numba.cuda)
    for numeric loops on a GPU, simulated on a CPU for correctness only. Resources

@@ -9,6 +9,8 @@ with (another HOME or state folder), which then re-signs what it could re-derive
 
 from __future__ import annotations
 
+import ast
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,13 +185,69 @@ def argument_types(extracted: udf_extraction.ExtractedUdf, arg_types: dict[str, 
         else:
             missing.append(argument.name)
     if missing:
-        example = ", ".join(f'"{name}": "double"' for name in missing)
+        guesses = {name: guessed_type(extracted.definition.function, name) for name in missing}
+        example = ", ".join(f'"{name}": "{guess[0] if guess else "?"}"' for name, guess in guesses.items())
+        why = "; ".join(f"{name} {guess[1]}" if guess else f"{name}: nothing in the UDF says (the '?')" for name, guess in guesses.items())
         raise ToolError(
             f"the Spark types of argument(s) {', '.join(missing)} are unknown (no type hints in the source). "
-            f"Pass arg_types with the column types your job feeds the UDF, e.g. arg_types={{{example}}} "
+            f"Pass arg_types with the column types your job feeds the UDF, e.g. arg_types={{{example}}}, "
+            f"guessed from how the UDF uses them ({why}): check each against the job's schema "
             "(Spark DDL names: int, bigint, double, string, decimal(10,2), date, array<string>, ...)."
         )
     return result
+
+
+STRING_METHODS = frozenset(
+    {"strip", "lstrip", "rstrip", "lower", "upper", "split", "rsplit", "startswith", "endswith", "replace", "find", "title",
+     "capitalize", "isdigit", "isalpha", "isalnum", "isspace", "zfill", "encode", "casefold", "partition", "splitlines", "format"}
+)
+
+
+def guessed_type(function: ast.AST | None, name: str) -> tuple[str, str] | None:
+    """A likely Spark type for argument `name` from how the function uses it, with the reason; None when nothing says.
+
+    Only for the example in an error message: Spark feeds the UDF the job's column, whatever this guesses.
+    """
+    if function is None:
+        return None
+    found: list[tuple[int, str, str]] = []  # (rank, type, reason): string evidence beats numbers
+
+    def named(node: ast.AST) -> bool:
+        return isinstance(node, ast.Name) and node.id == name
+
+    for node in ast.walk(function):
+        if isinstance(node, ast.Attribute) and named(node.value) and (node.attr in STRING_METHODS or node.attr == "str"):
+            found.append((0, "string", f"calls .{node.attr}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and node.args and named(node.args[0]):
+            found.append((1, "string", "is measured with len()"))
+        elif isinstance(node, ast.Subscript) and named(node.value) and isinstance(node.slice, ast.Slice):
+            found.append((1, "string", "is sliced"))
+        elif isinstance(node, ast.Slice) and any(named(bound) for bound in (node.lower, node.upper, node.step) if bound is not None):
+            found.append((2, "int", "is a slice bound"))
+        elif isinstance(node, ast.Compare) and any(named(side) for side in [node.left, *node.comparators]):
+            for side in [node.left, *node.comparators]:
+                constants = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                for constant in constants:
+                    if isinstance(constant, ast.Constant) and not named(side):
+                        value = constant.value
+                        if isinstance(value, str):
+                            found.append((0, "string", f"is compared with {value!r}"))
+                        elif isinstance(value, bool):
+                            found.append((2, "boolean", f"is compared with {value!r}"))
+                        elif isinstance(value, float):
+                            found.append((3, "double", f"is compared with {value!r}"))
+                        elif isinstance(value, int):
+                            found.append((4, "int", f"is compared with {value!r}"))
+        elif isinstance(node, ast.BinOp) and any(named(side) for side in (node.left, node.right)):
+            other = node.right if named(node.left) else node.left
+            if isinstance(other, ast.Constant) and isinstance(other.value, float):
+                found.append((3, "double", f"is used in arithmetic with {other.value!r}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == "math" and any(named(a) for a in node.args):
+            found.append((3, "double", f"is passed to math.{node.func.attr}"))
+    if not found:
+        return None
+    _rank, data_type, reason = min(found, key=lambda item: item[0])
+    return data_type, reason
 
 
 def literal_domains(arguments: list[UdfArgConfig], found: dict[int, udf_extraction.LiteralDomain], whole_domain: list[str]) -> None:

@@ -88,13 +88,21 @@ def test_spark_plan_profile_finds_a_value_copied_into_case_branches(root, worker
     assert one.backend == "spark-plan" and "runs in the JVM" in one.note and one.wall_s is None
     assert one.codegen["coverage"] > 0 and one.codegen["outside_codegen"] == ["FileSourceScanExec"]
     copied = one.hotspots[0]
-    assert copied.calls == 2 and "raise_error" in copied.function and "CASE/IF branches" in copied.hint
-    assert "Project" in copied.location and "steps" in one.hints[0]
+    assert copied.calls == 2 and "raise_error" in copied.function and "CASE/IF/COALESCE branches" in copied.hint
+    assert "(a count in the plan, not a measurement)" in copied.hint and "try_optimization keeps it only on a measured gain" in copied.hint
+    assert "Project" in copied.location and "steps" in one.hints[0] and "not timed" in one.hints[0] and one.steps is None
     assert Path(one.artifacts["physical_plan"]).read_text() == one.plans["physical"]
 
     steps = profiling.nsys_profile(root, workers, workspace, "steps")
     assert not any("raise_error" in h.function for h in steps.hotspots)
     assert steps.codegen["operators"] > one.codegen["operators"]  # one projection per step
+    assert steps.steps == {"helpers": ["_checked"], "kept": ["_checked"], "inlined": [], "projections": 2}  # used twice: kept
+
+    # a step used once is merged back by Spark (CollapseProject), and the profile says so
+    _write(workspace, "merged", STEPPED_SQL.replace('("_checked", checked)', '("_fee", fee), ("_checked", F.when(weight <= 0, F.raise_error(F.lit("weight must be positive"))).otherwise(F.col("_fee")))'))
+    merged = profiling.nsys_profile(root, workers, workspace, "merged")
+    assert merged.steps["inlined"] == ["_fee"] and merged.steps["kept"] == ["_checked"]
+    assert any(h.startswith("Spark merged the step(s) _fee into the expression that uses them") for h in merged.hints)
 
 
 def test_spark_plan_profile_refuses_a_build_that_fails(root, workers, workspace):

@@ -58,6 +58,33 @@ def test_suggest_inputs_then_record_cases_closes_the_gaps(tmp_path, workers):
     assert test_runs.run_tests(root, workers, ws, "original").failed == 0
 
 
+def test_a_mutant_a_simple_row_kills_is_not_likely_equivalent_and_suggestions_are_new_rows(tmp_path, workers):
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "flags.py").write_text(textwrap.dedent(
+        '''
+        from pyspark.sql.functions import udf
+
+
+        @udf("bigint")
+        def flag(code: str, n: int, k: int) -> int:
+            if code == "" and n == 0 and k == 1:
+                return 1
+            return 2
+        '''
+    ))
+    root = SandboxRoot(tmp_path)
+    ws = workspaces.init_workspace(root, "jobs/flags.py", "flag").workspace
+    case_recording.record_cases(root, workers, ws, [["x", 5, 5], ["", 3, 3]], why="neither")
+    mutation = spec_strength.mutation_score(root, workers, ws)
+    assert mutation.survivors and mutation.probe_rows > 0
+    # every survivor here changes what ("", 0, 1) returns: a row anyone would try
+    assert not any(s.likely_equivalent for s in mutation.survivors), [(s.description, s.likely_equivalent) for s in mutation.survivors]
+    suggestions = spec_strength.suggest_inputs(root, workers, ws).suggestions
+    offered = [json.dumps(s.args) for s in suggestions]
+    assert len(offered) == len(set(offered))
+    assert ["x", 5, 5] not in [s.args for s in suggestions] and ["", 3, 3] not in [s.args for s in suggestions]  # recorded already
+
+
 def test_record_cases_records_real_outputs_exceptions_and_skips_duplicates(root, workspace, workers):
     result = case_recording.record_cases(root, workers, workspace, [[3.0, True], [-2.0, False], ["NaN", False], [3.0, True]], why="fees")
     assert [(c.expected, c.raises) for c in result.recorded] == [("12.98", None), (None, "ValueError: weight must be positive"), ("nan", None)]
@@ -96,10 +123,17 @@ def test_justify_explains_what_cannot_be_covered_or_killed(tmp_path, workers):
     with pytest.raises(ToolError, match=rf"'line:99' is not an uncovered line or branch or a surviving mutant.*open items: {dead.item}"):
         spec_strength.justify(root, ws, "line:99", "unreachable because Spark never passes a string")
     for item in [u.item for u in coverage.uncovered]:
-        spec_strength.justify(root, ws, item, "unreachable: Spark never passes a string for a double column")
-    assert spec_strength.coverage_report(root, workers, ws).gate.status == "pass"
+        justified = spec_strength.justify(root, ws, item, "unreachable: Spark never passes a string for a double column")
+    # the gate counts the justifications at once: no second coverage_report before freezing
+    assert justified.gates["coverage"].status == "pass"
     status = workspaces.workspace_status(root, ws)
+    assert next(g for g in status.gates if g.name == "branch_coverage").status == "pass"
     assert status.justifications[dead.item].startswith("unreachable")
+    assert spec_strength.coverage_report(root, workers, ws).gate.status == "pass"
+    # results of older cases are stale, and justify says which tool to run again
+    case_recording.record_cases(root, workers, ws, [[9.0]])
+    with pytest.raises(ToolError, match=r"open items: none in current results\. The coverage_report results are of an older original/udf.py or tests/cases.py: call coverage_report\(workspace\) again"):
+        spec_strength.justify(root, ws, "line:99", "unreachable because Spark never passes a string")
 
 
 def test_freeze_refuses_until_the_gates_hold_then_pins_the_tests(tmp_path, workers):

@@ -29,10 +29,25 @@ def test_init_workspace_extracts_freezes_and_snapshots(root):
 
 def test_arg_types_override_hints_and_fill_missing_ones(root):
     (root.path / "jobs" / "clean.py").write_text("from pyspark.sql import functions as F\nclean = F.udf(lambda s, n: s[:n], 'string')\n")
-    with pytest.raises(ToolError, match=r"types of argument\(s\) s, n are unknown.*arg_types=\{\"s\": \"double\", \"n\": \"double\"\}"):
+    with pytest.raises(ToolError, match=r"types of argument\(s\) s, n are unknown.*arg_types=\{\"s\": \"string\", \"n\": \"int\"\}, guessed from how the UDF uses them \(s is sliced; n is a slice bound\)"):
         workspaces.init_workspace(root, "jobs/clean.py", "clean")
     created = workspaces.init_workspace(root, "jobs/clean.py", "clean", arg_types={"s": "string", "n": "int"})
     assert [(a.name, a.type, a.type_from) for a in created.udf.args] == [("s", "string", "arg_types"), ("n", "int", "arg_types")]
+
+
+def test_the_arg_types_example_guesses_from_how_the_udf_uses_each_argument(root):
+    (root.path / "jobs" / "mixed.py").write_text(
+        "import math\nfrom pyspark.sql.functions import udf\n\n\n@udf('double')\n"
+        "def score(tier, age, lat, flag, other):\n"
+        "    if tier.strip() in ('gold', 'silver') and age >= 65 and flag == True:\n"
+        "        return math.radians(lat) * 1.5\n"
+        "    return other\n"
+    )
+    with pytest.raises(ToolError) as raised:
+        workspaces.init_workspace(root, "jobs/mixed.py", "score")
+    text = str(raised.value)
+    assert 'arg_types={"tier": "string", "age": "int", "lat": "double", "flag": "boolean", "other": "?"}' in text
+    assert "tier calls .strip; age is compared with 65; lat is passed to math.radians" in text and "other: nothing in the UDF says" in text
 
 
 @pytest.mark.parametrize(

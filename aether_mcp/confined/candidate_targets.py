@@ -198,7 +198,8 @@ def plan_target(spark: SparkSession, config: Any, loaded: LoadedTarget, data: st
         values = group_rows(frame.withColumn(ROW_ID, F.monotonically_increasing_id()), config, ordered=False)
         return profile_plan(values.groupBy(ROW_ID).agg(loaded.built.alias(OUTPUT)))
     keep = [F.col(f"`{c}`") for c in frame.columns]
-    return profile_plan(apply_build(frame, loaded.built, loaded.label, keep=keep))
+    helpers = [name for name, _column in loaded.built[:-1]] if isinstance(loaded.built, (list, tuple)) else []
+    return profile_plan(apply_build(frame, loaded.built, loaded.label, keep=keep), helpers)
 
 
 def _spark_confs() -> dict[str, str]:

@@ -3,10 +3,12 @@
 A sql candidate runs in the JVM, where neither nsys nor a Python profiler sees it. What decides
 its speed is visible in the plan instead: whether its operators run inside whole-stage codegen,
 which expressions cannot be compiled (CodegenFallback, evaluated interpreted row by row), and
-which subexpressions the evaluated plan computes more than once. Spark's subexpression
-elimination does not reach into the branches of CASE WHEN / IF / COALESCE, so a value that a
-single-expression rewrite uses in several branches is computed once per branch; a `build` that
-returns (name, Column) steps computes it once in an earlier projection.
+which subexpressions appear more than once in the executed plan. Those are counts of copies in the
+plan, not measurements: Spark's subexpression elimination shares copies outside conditionals, but
+not the copies inside the branches of CASE WHEN / IF / COALESCE, each of which is evaluated when its
+branch is taken. For a `build` that returns (name, Column) steps, the profile also says which steps
+survived as projections of their own: Spark's CollapseProject inlines a step that later steps use
+once (computed once either way) and keeps one used more than once.
 
 Reads the plan through py4j in the process that owns the SparkSession; never executes the query.
 """
@@ -25,8 +27,9 @@ MAX_REPEATED = 12
 MAX_TEXT = 240
 
 
-def profile_plan(frame: Any) -> dict[str, Any]:
-    """Plans, codegen coverage and the repeated subexpressions of `frame`'s executed plan."""
+def profile_plan(frame: Any, steps: list[str] | None = None) -> dict[str, Any]:
+    """Plans, codegen coverage, the repeated subexpressions of `frame`'s executed plan, and which of the
+    helper `steps` (every step but the result) it still computes as a column of their own."""
     execution = frame._jdf.queryExecution()
     physical = execution.executedPlan()
     jvm = frame.sparkSession._jvm
@@ -56,7 +59,15 @@ def profile_plan(frame: Any) -> dict[str, Any]:
             "fallback_expressions": fallbacks,
         },
         "repeated": counter.repeated(),
+        "steps": _steps(steps or [], expressions, sum(1 for o in working if o["operator"] == "ProjectExec")),
     }
+
+
+def _steps(steps: list[str], expressions: list[tuple[str, Any]], projections: int) -> dict[str, Any] | None:
+    if not steps:
+        return None
+    aliases = {str(expression.name()) for owner, expression in expressions if owner.startswith("Project ") and expression.getClass().getSimpleName() == "Alias"}
+    return {"helpers": steps, "kept": [s for s in steps if s in aliases], "inlined": [s for s in steps if s not in aliases], "projections": projections}
 
 
 def _unwrap_adaptive(plan: Any) -> Any:

@@ -70,6 +70,7 @@ class ProfileResult(BaseModel):
     gpu_share: float | None = Field(None, description="nsys: kernel time / wall time of the profiled process")
     codegen: dict[str, Any] | None = Field(None, description="spark-plan: operators in whole-stage codegen, coverage, expressions that fall back")
     plans: dict[str, str] | None = Field(None, description="spark-plan: the optimized and physical plans (also in artifacts)")
+    steps: dict[str, Any] | None = Field(None, description="spark-plan, a build of (name, Column) steps: helpers (every step but the result), kept (still computed as columns of their own), inlined (merged by Spark into the expression that uses them), projections (Project operators in the executed plan)")
     hints: list[str]
     artifacts: dict[str, str] = Field(description="raw reports on disk")
     duration_s: float
@@ -224,7 +225,7 @@ def _spark_plan(opened: Workspace, workers: WorkerPool, name: str, folder: Path,
             function=item["expression"],
             location=item["operator"],
             calls=item["count"],
-            hint=f"computed {item['count']} times per row{' (copies inside CASE/IF branches, which Spark does not share)' if item['in_branches'] else ''}: compute it once as an earlier (name, Column) step and refer to it by F.col(name)",
+            hint=_repeat_hint(item),
         )
         for item in profile["repeated"]
     ]
@@ -238,13 +239,25 @@ def _spark_plan(opened: Workspace, workers: WorkerPool, name: str, folder: Path,
         hotspots=hotspots,
         codegen=codegen,
         plans={"optimized": profile["optimized_plan"], "physical": profile["physical_plan"]},
-        hints=plan_hints(codegen, hotspots),
+        steps=profile.get("steps"),
+        hints=plan_hints(codegen, hotspots, profile.get("steps")),
         artifacts={"optimized_plan": str(folder / "optimized_plan.txt"), "physical_plan": str(folder / "physical_plan.txt"), "json": str(folder / "profile.json")},
         duration_s=0.0,
     )
 
 
-def plan_hints(codegen: dict[str, Any], hotspots: list[Hotspot]) -> list[str]:
+def _repeat_hint(item: dict[str, Any]) -> str:
+    """What a repeated subexpression is: a count of copies in the plan, never a measured cost."""
+    copies = f"{item['count']} copies in the executed plan's {item['operator']} (a count in the plan, not a measurement)"
+    if item["in_branches"]:
+        return (
+            f"{copies}, some inside CASE/IF/COALESCE branches, where Spark does not share them: each copy is evaluated when its branch is taken. "
+            "A step that later steps use more than once stays a projection of its own; whether that is faster is not measured here: try_optimization keeps it only on a measured gain"
+        )
+    return f"{copies}, outside branches: Spark's subexpression elimination usually evaluates these once per row"
+
+
+def plan_hints(codegen: dict[str, Any], hotspots: list[Hotspot], steps: dict[str, Any] | None = None) -> list[str]:
     hints = []
     outside = [o for o in codegen["outside_codegen"] if o not in ("FileSourceScanExec", "BatchScanExec")]
     if outside:
@@ -252,13 +265,21 @@ def plan_hints(codegen: dict[str, Any], hotspots: list[Hotspot]) -> list[str]:
     if codegen["fallback_expressions"]:
         listed = ", ".join(f"{name} x{count}" for name, count in sorted(codegen["fallback_expressions"].items()))
         hints.append(f"expressions without generated code, evaluated interpreted: {listed}; a built-in function with code generation is faster where one gives the same result.")
-    in_branches = [h for h in hotspots if h.hint and "branches" in h.hint]
+    if steps and steps["inlined"]:
+        hints.append(
+            f"Spark merged the step(s) {', '.join(steps['inlined'])} into the expression that uses them (CollapseProject inlines a step used once, which copies no work); "
+            f"kept as projections of their own: {', '.join(steps['kept']) or 'none'}. A step saves work only when later steps use it more than once."
+        )
+    in_branches = [h for h in hotspots if h.hint and "branches, where" in h.hint]
     if in_branches:
-        hints.append(f"{len(in_branches)} subexpression(s) are copied into CASE/IF branches (largest first in hotspots): return (name, Column) steps from build so each is computed once.")
+        hints.append(
+            f"{len(in_branches)} subexpression(s) have copies inside CASE/IF branches (largest first in hotspots; counted in the plan, not timed). "
+            "Computing one in an earlier step that later steps use more than once evaluates it once per row; it can also be slower (an extra projection), so change it through try_optimization, which keeps it only on a measured gain."
+        )
     elif hotspots:
-        hints.append("repeated subexpressions outside branches are usually shared by Spark's subexpression elimination; split them into steps only if run_benchmark shows a gain.")
+        hints.append("repeated subexpressions outside branches (counted in the plan) are usually shared by Spark's subexpression elimination: nothing to change for them unless try_optimization measures a gain.")
     if not hints:
-        hints.append("the plan is compact: every operator but the scan is in whole-stage codegen and nothing is computed twice.")
+        hints.append("the plan is compact: every operator but the scan is in whole-stage codegen and nothing appears twice.")
     return hints
 
 

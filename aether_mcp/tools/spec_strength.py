@@ -74,7 +74,7 @@ class Survivor(BaseModel):
     line: int
     description: str
     diff: str
-    likely_equivalent: bool = Field(description="no generated input told it apart from the original either")
+    likely_equivalent: bool = Field(description="none of the probe rows told it apart from the original (see probe_rows); a row you think of may still kill it")
     justified: str | None = None
 
 
@@ -86,6 +86,7 @@ class MutationScore(BaseModel):
     invalid: int = Field(description="mutants that do not load; left out of the score")
     score: float
     survivors: list[Survivor]
+    probe_rows: int = Field(0, description="generated rows each survivor was run on to judge likely_equivalent: boundaries, combinations of simple values and the UDF's constants, edges, random rows")
     gate: GateStatus
     duration_s: float
 
@@ -105,6 +106,7 @@ class JustifyResult(BaseModel):
     item: str
     reason: str
     justified: dict[str, str] = Field(description="every recorded justification")
+    gates: dict[str, GateStatus] = Field(default_factory=dict, description="the coverage and mutation gates now, from the current results and every justification (freeze_tests reads the same)")
 
 
 def coverage_report(root: SandboxRoot, workers: WorkerPool, workspace: str) -> CoverageReport:
@@ -135,18 +137,7 @@ def coverage_report(root: SandboxRoot, workers: WorkerPool, workspace: str) -> C
     summary = result["summary"]
     statements, branches = summary["num_statements"], summary["num_branches"]
     covered_lines, covered_branches = summary["covered_lines"], summary["covered_branches"]
-    threshold = opened.config.tests.branch_coverage_gate
-    explained_lines = sum(1 for u in uncovered if u.kind == "line" and u.justified)
-    explained_branches = sum(1 for u in uncovered if u.kind == "branch" and u.justified)
-    line_ok = statements == 0 or (covered_lines + explained_lines) / statements >= threshold
-    branch_ok = branches == 0 or (covered_branches + explained_branches) / branches >= threshold
-    unexplained = [u.item for u in uncovered if not u.justified]
-    gate = GateStatus(
-        status="pass" if line_ok and branch_ok else "fail",
-        detail="every line and branch is covered or justified"
-        if not unexplained
-        else f"{len(unexplained)} uncovered and unexplained: {', '.join(unexplained[:8])}; call suggest_inputs, then record_cases, or justify",
-    )
+    gate = _coverage_gate(statements, branches, covered_lines, covered_branches, [u.model_dump() for u in uncovered], opened.config.tests.branch_coverage_gate)
     report = CoverageReport(
         workspace=str(opened.path),
         measured_on=f"{len(inputs)} cases of tests/cases.py, with their arguments as Spark delivers them"
@@ -159,8 +150,31 @@ def coverage_report(root: SandboxRoot, workers: WorkerPool, workspace: str) -> C
         gate=gate,
         duration_s=round(time.monotonic() - started, 3),
     )
-    _record(opened, "coverage", report.model_dump())
+    _record(opened, "coverage", {**report.model_dump(), "covered_lines": covered_lines, "covered_branches": covered_branches})
     return report
+
+
+def _coverage_gate(statements: int, branches: int, covered_lines: int, covered_branches: int, uncovered: list[dict[str, Any]], threshold: float) -> GateStatus:
+    explained_lines = sum(1 for u in uncovered if u["kind"] == "line" and u.get("justified"))
+    explained_branches = sum(1 for u in uncovered if u["kind"] == "branch" and u.get("justified"))
+    line_ok = statements == 0 or (covered_lines + explained_lines) / statements >= threshold
+    branch_ok = branches == 0 or (covered_branches + explained_branches) / branches >= threshold
+    unexplained = [u["item"] for u in uncovered if not u.get("justified")]
+    return GateStatus(
+        status="pass" if line_ok and branch_ok else "fail",
+        detail="every line and branch is covered or justified"
+        if not unexplained
+        else f"{len(unexplained)} uncovered and unexplained: {', '.join(unexplained[:8])}; call suggest_inputs, then record_cases, or justify",
+    )
+
+
+def _mutation_gate(score: float, survivors: list[dict[str, Any]], threshold: float) -> GateStatus:
+    unexplained = [s["mutant_id"] for s in survivors if not s.get("justified")]
+    return GateStatus(
+        status="pass" if score >= threshold or not unexplained else "fail",
+        detail=f"score {score:.2f} (gate {threshold:.2f})"
+        + ("" if not unexplained else f"; {len(unexplained)} unexplained survivors: call suggest_inputs for rows that kill them, or justify the equivalent ones"),
+    )
 
 
 def _ranges(lines: list[int]) -> str:
@@ -202,13 +216,7 @@ def mutation_score(root: SandboxRoot, workers: WorkerPool, workspace: str) -> Mu
     ]
     scored = len(mutants) - len(invalid)
     score = round(len(killed) / scored, 4) if scored else 1.0
-    threshold = opened.config.tests.mutation_score_gate
-    unexplained = [s.mutant_id for s in survivors if not s.justified]
-    gate = GateStatus(
-        status="pass" if score >= threshold or not unexplained else "fail",
-        detail=f"score {score:.2f} (gate {threshold:.2f})"
-        + ("" if not unexplained else f"; {len(unexplained)} unexplained survivors: call suggest_inputs for rows that kill them, or justify the equivalent ones"),
-    )
+    gate = _mutation_gate(score, [s.model_dump() for s in survivors], opened.config.tests.mutation_score_gate)
     report = MutationScore(
         workspace=str(opened.path),
         measured_on=f"{len(inputs)} cases of tests/cases.py, with their arguments as Spark delivers them",
@@ -217,6 +225,7 @@ def mutation_score(root: SandboxRoot, workers: WorkerPool, workspace: str) -> Mu
         invalid=len(invalid),
         score=score,
         survivors=survivors,
+        probe_rows=len(probes),
         gate=gate,
         duration_s=round(time.monotonic() - started, 3),
     )
@@ -228,12 +237,23 @@ def mutation_score(root: SandboxRoot, workers: WorkerPool, workspace: str) -> Mu
 
 def suggest_inputs(root: SandboxRoot, workers: WorkerPool, workspace: str) -> SuggestInputsResult:
     opened = Workspace.open_intact(root, workspace)
-    coverage = _current(opened, "coverage") or coverage_report(root, workers, workspace).model_dump()
-    mutation = _current(opened, "mutation") or _current_after(opened, lambda: mutation_score(root, workers, workspace))
+    coverage = current_result(opened, "coverage") or coverage_report(root, workers, workspace).model_dump()
+    mutation = current_result(opened, "mutation") or _current_after(opened, lambda: mutation_score(root, workers, workspace))
     suggestions: dict[str, Suggestion] = {}
+    # one suggestion per row as the agent would pass it on, and none it has recorded already
+    floats = [parse_type(a.type).simpleString() in ("float", "double") for a in opened.config.udf.args]
+
+    def as_delivered(row: list[Any]) -> list[Any]:
+        """An int in a float column is the float Spark delivers: 1 and 1.0 are one row."""
+        return [float(v) if is_float and isinstance(v, int) and not isinstance(v, bool) else v for v, is_float in zip(row, floats)]
+
+    recorded = {json.dumps(to_json_row(as_delivered(row)), sort_keys=True) for row in read_case_rows(opened.path / TESTS_DIR / "cases.py")}
 
     def add(row: list[Any], target: str) -> None:
-        key = value_codec.dumps(row)
+        row = as_delivered(row)
+        key = json.dumps(to_json_row(row), sort_keys=True)
+        if key in recorded:
+            return
         if key not in suggestions:
             suggestions[key] = Suggestion(args=to_json_row(row), targets=[])
         if target not in suggestions[key].targets:
@@ -267,8 +287,15 @@ def justify(root: SandboxRoot, workspace: str, item: str, reason: str) -> Justif
     coverage, mutation = _current(opened, "coverage"), _current(opened, "mutation")
     open_items = [u["item"] for u in (coverage or {}).get("uncovered", [])] + [f"mutant:{s['mutant_id']}" for s in (mutation or {}).get("survivors", [])]
     if item not in open_items:
-        listing = ", ".join(open_items[:12]) or "none (run coverage_report and mutation_score first)"
-        raise ToolError(f"{item!r} is not an uncovered line or branch or a surviving mutant in the latest results; open items: {listing}.")
+        stale = [tool for kind, tool in (("coverage", "coverage_report"), ("mutation", "mutation_score")) if _stored(opened, kind) is not None and _current(opened, kind) is None]
+        missing = [tool for kind, tool in (("coverage", "coverage_report"), ("mutation", "mutation_score")) if _stored(opened, kind) is None]
+        listing = ", ".join(open_items[:12]) or "none in current results"
+        reruns = ""
+        if stale:
+            reruns += f" The {' and '.join(stale)} results are of an older original/udf.py or tests/cases.py: call {' and '.join(f'{t}(workspace)' for t in stale)} again, then justify what is still open."
+        if missing:
+            reruns += f" {' and '.join(missing)} never ran on this workspace: call {' and '.join(f'{t}(workspace)' for t in missing)} first."
+        raise ToolError(f"{item!r} is not an uncovered line or branch or a surviving mutant in the current results; open items: {listing}.{reruns}")
     with opened.lock():
         recorded = justifications(opened)
         recorded[item] = reason
@@ -279,7 +306,8 @@ def justify(root: SandboxRoot, workspace: str, item: str, reason: str) -> Justif
                 if entry.get("item") == item or f"mutant:{entry.get('mutant_id')}" == item:
                     entry["justified"] = reason
             _record(opened, kind, data)
-    return JustifyResult(item=item, reason=reason, justified=recorded)
+    gates = spec_gates(opened)
+    return JustifyResult(item=item, reason=reason, justified=recorded, gates={kind: gate for kind, gate in gates.items() if gate is not None})
 
 
 def justifications(workspace: Workspace) -> dict[str, str]:
@@ -291,15 +319,33 @@ def justifications(workspace: Workspace) -> dict[str, str]:
 
 
 def current_result(workspace: Workspace, kind: str) -> dict[str, Any] | None:
-    """The latest coverage or mutation result ("coverage", "mutation"), if the original and cases are unchanged since."""
-    return _current(workspace, kind)
+    """The latest coverage or mutation result ("coverage", "mutation"), if the original and cases are unchanged since,
+    with every justification recorded so far applied and its gate computed again."""
+    data = _current(workspace, kind)
+    if data is None:
+        return None
+    justified = justifications(workspace)
+    tests = workspace.config.tests
+    if kind == "coverage":
+        for entry in data.get("uncovered", []):
+            entry["justified"] = justified.get(entry["item"])
+        uncovered = data.get("uncovered", [])
+        statements, branches = data.get("statements", 0), data.get("branches", 0)
+        covered_lines = data.get("covered_lines", statements - sum(1 for u in uncovered if u["kind"] == "line"))
+        covered_branches = data.get("covered_branches", branches - sum(1 for u in uncovered if u["kind"] == "branch"))
+        data["gate"] = _coverage_gate(statements, branches, covered_lines, covered_branches, uncovered, tests.branch_coverage_gate).model_dump()
+    else:
+        for entry in data.get("survivors", []):
+            entry["justified"] = justified.get(f"mutant:{entry['mutant_id']}")
+        data["gate"] = _mutation_gate(float(data.get("score", 0.0)), data.get("survivors", []), tests.mutation_score_gate).model_dump()
+    return data
 
 
 def spec_gates(workspace: Workspace) -> dict[str, GateStatus | None]:
-    """The coverage and mutation gates from the latest current results (None: not measured since the last change)."""
+    """The coverage and mutation gates from the latest current results and every justification since (None: not measured since the last change)."""
     gates: dict[str, GateStatus | None] = {}
     for kind in ("coverage", "mutation"):
-        data = _current(workspace, kind)
+        data = current_result(workspace, kind)
         gates[kind] = GateStatus.model_validate(data["gate"]) if data else None
     return gates
 
@@ -350,6 +396,7 @@ def _probe_rows(workspace: Workspace) -> list[list[Any]]:
     cases = read_case_rows(workspace.path / TESTS_DIR / "cases.py")
     rows = [row for row, _ in _boundary_rows(workspace)]
     rows += _composed_rows(workspace, cases)
+    rows += _simple_rows(workspace, cases)
     rows += edge_rows(config, cases)
     rows += hidden_rows(config, mine(workspace.verified_original()), PROBE_ROWS, secrets.randbits(64))
     zone = zoneinfo.ZoneInfo(config.spark.conf.get("spark.sql.session.timeZone", "UTC"))
@@ -371,6 +418,49 @@ def _composed_rows(workspace: Workspace, cases: list[list[Any]]) -> list[list[An
                 row[position] = text
                 rows.append(row)
     return rows
+
+
+SIMPLE_VALUES: dict[str, list[Any]] = {
+    "int": [0, 1, -1, 2, 10],
+    "float": [0.0, 1.0, -1.0, 0.5, 2.0],
+    "string": ["", "a", "A", " a ", "0"],
+    "boolean": [True, False],
+}
+MAX_SIMPLE_ROWS = 1_000
+
+
+def _simple_rows(workspace: Workspace, cases: list[list[Any]]) -> list[list[Any]]:
+    """Combinations of simple values (0, 1, -1, '', 'a', the UDF's own constants, null) across the arguments.
+
+    The rows a person tries first: a mutant one of them kills is not "likely equivalent". All
+    combinations while there are at most MAX_SIMPLE_ROWS, else an evenly seeded sample of them.
+    """
+    import itertools
+    import random
+
+    mined = mine(workspace.verified_original())
+    types = [parse_type(a.type).simpleString() for a in workspace.config.udf.args]
+    base = list(cases[0]) if cases and len(cases[0]) == len(types) else [_typical(t) for t in types]
+    choices = []
+    for position, ddl in enumerate(types):
+        family = "int" if ddl in ("tinyint", "smallint", "int", "bigint") else "float" if ddl in ("float", "double") else ddl
+        values = list(SIMPLE_VALUES.get(family, []))
+        if family == "int":
+            limit = {"tinyint": 2**7, "smallint": 2**15, "int": 2**31}.get(ddl, 2**63)
+            values += [int(n) for n in mined.compared_numbers if float(n).is_integer() and -limit <= n < limit][:6]
+        elif family == "float":
+            values += [float(n) for n in mined.compared_numbers][:6]
+        elif family == "string":
+            values += mined.strings[:6]
+        values = list(dict.fromkeys([*values, None])) if values else [base[position], None]
+        choices.append(values)
+    total = 1
+    for values in choices:
+        total *= len(values)
+    if total <= MAX_SIMPLE_ROWS:
+        return [list(row) for row in itertools.product(*choices)]
+    draw = random.Random(0)
+    return [[draw.choice(values) for values in choices] for _ in range(MAX_SIMPLE_ROWS)]
 
 
 def _boundary_rows(workspace: Workspace) -> list[tuple[list[Any], str]]:
@@ -447,13 +537,17 @@ def _record(workspace: Workspace, kind: str, data: dict[str, Any]) -> None:
         path.write_text(json.dumps(stored, indent=2, default=str), encoding="utf-8")
 
 
-def _current(workspace: Workspace, kind: str) -> dict[str, Any] | None:
+def _stored(workspace: Workspace, kind: str) -> dict[str, Any] | None:
     try:
-        stored = json.loads((workspace.state_dir / "runs" / "spec.json").read_text(encoding="utf-8"))
-        entry = stored[kind]
-    except (OSError, ValueError, KeyError):
+        entry = json.loads((workspace.state_dir / "runs" / "spec.json").read_text(encoding="utf-8"))[kind]
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    return entry["result"] if entry.get("digests") == _digests(workspace) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def _current(workspace: Workspace, kind: str) -> dict[str, Any] | None:
+    entry = _stored(workspace, kind)
+    return entry["result"] if entry is not None and entry.get("digests") == _digests(workspace) else None
 
 
 def _current_after(workspace: Workspace, measure) -> dict[str, Any]:
