@@ -185,7 +185,7 @@ async def _demo_loop(root: Path) -> int:
         example = f", e.g. {repeated[0]['function'][:60]} x{repeated[0]['calls']}" if repeated else ""
         say(
             f"15. nsys_profile   -> backend {profile['backend']} (no GPU profiler sees the JVM): {codegen.get('in_codegen')} of {codegen.get('operators')} operators "
-            f"in whole-stage codegen, {len(repeated)} subexpression(s) computed more than once{example}"
+            f"in whole-stage codegen, {len(repeated)} subexpression(s) appearing more than once in the plan (counted, not timed){example}"
         )
 
         best = await call("try_optimization", workspace=ws, candidate="discount_sql", label="reference candidate", rows=DEMO_ROWS, repeats=3)

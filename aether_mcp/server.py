@@ -7,6 +7,7 @@ and one worker pool. Tools are registered in a fixed order, which is the order o
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from functools import partial
 from typing import Annotated, Any, AsyncIterator, Callable, Literal, TypeVar
@@ -22,6 +23,8 @@ from pydantic import Field
 from aether_mcp import __version__, prompts
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.processes.worker_pool import WorkerPool
+from aether_mcp.workspace import SparkConfig
+from aether_mcp.workspace_derivation import DEFAULT_SPARK_CONF
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import benchmarking, byte_compare, case_recording, cheat_audit, conversion_report, deviation_records, files, freezing, optimization, profiling, snapshots, spec_strength, test_audit, test_runs, workspaces
 
@@ -84,13 +87,24 @@ async def _in_thread(ctx: Context, call: Callable[..., T]) -> T:
         cancel.set()
 
 
-def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
-    """An MCP server whose tools can reach only files inside `root`."""
+WARM_START_ENV = "AETHER_MCP_WARM_START"  # "0": start the Spark workers on first use only
+
+
+def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bool | None = None) -> MCPServer:
+    """An MCP server whose tools can reach only files inside `root`.
+
+    With `warm_start` (default: on unless AETHER_MCP_WARM_START=0) the reference and candidate Spark
+    workers for the default settings start in the background as the server starts.
+    """
     sandbox = SandboxRoot(root)
     pool = workers or WorkerPool(forbidden=[sandbox.path])
+    if warm_start is None:
+        warm_start = os.environ.get(WARM_START_ENV, "1") != "0"
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
+        if warm_start:
+            pool.warm_start(SparkConfig(conf=dict(DEFAULT_SPARK_CONF)))
         try:
             yield
         finally:
@@ -466,7 +480,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
             "(`spec` as there), then runs a separate Spark application (`master`, else aether.toml's [benchmark] master, else local[*]): each run "
             "reads the Parquet, applies the mode and writes every column to the noop sink; modes interleave in a fresh "
             "order each round after warm-up. Returns per-mode median/min/max/cv/rows_per_s, failed modes with their "
-            "errors, speedup (median of per-round original/candidate ratios) with a 95% bootstrap speedup_ci, overhead_eliminated "
+            "errors, speedup (median of per-round original/candidate ratios) with a 95% bootstrap speedup_ci (after `repeats` rounds it adds "
+            "rounds until the interval is within +/- precision of the speedup, for at most time_budget_s more seconds (default: as long "
+            "again as the first rounds, at most 300; 0: none), and says in rounds_ended_by which ended it), overhead_eliminated "
             "((original-candidate)/(original-floor)), the backend and gpu_verified, the environment and confs, and artifacts "
             "{json, chart}. Reports progress; cancelling stops the Spark application."
         ),
@@ -482,8 +498,12 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         master: Annotated[str | None, Field(description="Spark master URL, e.g. spark://host:7077; default aether.toml's [benchmark] master, else local[*]")] = None,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
         backend: BackendArg = None,
+        precision: Annotated[float, Field(description="target half-width of the speedup's 95% interval, as a share of the speedup (0 < p <= 1)")] = benchmarking.DEFAULT_PRECISION,
+        time_budget_s: Annotated[float | None, Field(description="most seconds of extra rounds (0..3600); default as long again as the first rounds took, at most 300")] = None,
     ) -> benchmarking.RunBenchmarkResult:
-        return await _in_thread(ctx, partial(benchmarking.run_benchmark, sandbox, pool, workspace, candidate, rows, repeats, warmup, modes, master, spec, backend=backend))
+        return await _in_thread(
+            ctx, partial(benchmarking.run_benchmark, sandbox, pool, workspace, candidate, rows, repeats, warmup, modes, master, spec, backend=backend, precision=precision, time_budget_s=time_budget_s)
+        )
 
     @server.tool(
         name="tune_arrow_batch",
@@ -511,14 +531,15 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
 
     @server.tool(
         name="micro_benchmark",
-        title="Time the candidate's entry point alone against the original function",
+        title="Time the candidate alone against the original, in seconds",
         annotations=_annotations(read_only=False, idempotent=False),
         description=(
-            "Constraints: a vectorized or kernel candidate (sql has no entry point of its own: use run_benchmark); rows "
-            "1..50000000; repeats 1..50. In a child process without Spark, on generated data in the form Spark hands it "
-            "over: evaluate(*series) vs the original function mapped over the rows (a pandas UDF on whole Series), one "
-            "warm-up each, then alternating; device work synchronized on a GPU. Seconds, not proof of speed in the job: "
-            "for fast iteration while optimizing. Returns medians, every run, the speedup and the backend."
+            "Constraints: rows 1..50000000; repeats 1..50. Vectorized or kernel: in a child process without Spark, on "
+            "generated data in the form Spark hands it over, evaluate(*series) vs the original function mapped over the "
+            "rows (a pandas UDF on whole Series), one warm-up each, then alternating; device work synchronized on a GPU. "
+            "Sql: the candidate's expression and the original UDF each as a small Spark job over the same rows cached in "
+            "the warm workers, every output value hashed, nothing collected. Seconds, not proof of speed in the job: for "
+            "fast iteration while optimizing (run_benchmark measures the job). Returns medians, every run, the speedup and the backend."
         ),
     )
     async def micro_benchmark(
@@ -530,7 +551,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None) -> MCPServer:
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
         backend: BackendArg = None,
     ) -> benchmarking.MicroBenchmarkResult:
-        return await _in_thread(ctx, partial(benchmarking.micro_benchmark, sandbox, workspace, candidate, rows, repeats, spec, backend=backend))
+        return await _in_thread(ctx, partial(benchmarking.micro_benchmark, sandbox, workspace, candidate, rows, repeats, spec, backend=backend, workers=pool))
 
     @server.tool(
         name="nsys_profile",

@@ -11,6 +11,8 @@ import pytest
 
 # The manifest key must not land in the developer's home; set before any workspace exists.
 os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-test-state-")
+# Servers the tests start use the shared pool or start workers on first use; one test checks the warm start.
+os.environ["AETHER_MCP_WARM_START"] = "0"
 
 from aether_mcp.processes.worker_pool import WorkerPool  # noqa: E402
 from aether_mcp.path_guard import SandboxRoot  # noqa: E402

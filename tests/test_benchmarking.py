@@ -14,6 +14,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, workspaces
+from aether_mcp.workspace import Workspace
 from aether_mcp.tools.benchmarking import bootstrap_paired_ci, generate_data, micro_benchmark, paired_speedup, run_benchmark, tune_arrow_batch
 from conftest import EXAMPLES, SQL_CANDIDATE, VECTORIZED_CANDIDATE
 
@@ -172,6 +173,20 @@ def test_a_mode_that_fails_is_reported_and_the_others_still_run(root, workspace,
     assert kept.overhead_eliminated is None  # no floor measured, so no share of overhead
 
 
+@pytest.mark.slow
+def test_run_benchmark_adds_rounds_until_the_interval_is_narrow_or_the_budget_is_spent(root, workspace, workers):
+    files.write_file(root, workspace, "candidate/fast.py", VECTORIZED_CANDIDATE)
+    common = {"rows": 2000, "warmup": 0, "modes": ["original", "candidate"], "spec": POSITIVE_WEIGHTS}
+    # a loose target is met as soon as an interval means anything (three rounds)
+    loose = run_benchmark(root, workers, workspace, "fast", repeats=1, precision=1.0, time_budget_s=600, **common)
+    assert loose.repeats == 3 and all(m.runs == 3 for m in loose.modes) and loose.rounds_ended_by.startswith("precision: the 95% interval's half-width is")
+    # an impossible target runs until the budget is spent, and says so
+    tight = run_benchmark(root, workers, workspace, "fast", repeats=2, precision=0.0001, time_budget_s=4, **common)
+    assert tight.repeats > 2 and tight.rounds_ended_by.startswith("budget: the time budget for more rounds (4 s) ran out")
+    with pytest.raises(ToolError, match="precision must be in"):
+        run_benchmark(root, workers, workspace, "fast", precision=0, **common)
+
+
 def _runner_processes() -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -288,8 +303,17 @@ def test_micro_benchmark_times_the_entry_points_alone(root, workspace):
     assert result.backend == "cpu" and result.original_raised_rows == 0 and result.speedup > 0
     with pytest.raises(ToolError, match="could not run the candidate: ValueError: weight must be positive"):
         micro_benchmark(root, workspace, "fast", rows=3000, repeats=1)  # default data has non-positive weights
+
+
+@pytest.mark.slow
+def test_micro_benchmark_times_a_sql_candidate_over_cached_rows_in_the_warm_workers(root, workspace, workers):
     files.write_file(root, workspace, "candidate/fee.py", SQL_CANDIDATE)
-    with pytest.raises(ToolError, match="a sql candidate is a Spark expression with no entry point"):
+    result = micro_benchmark(root, workspace, "fee", rows=20_000, repeats=3, spec=POSITIVE_WEIGHTS, workers=workers)
+    assert len(result.original_s) == len(result.candidate_s) == 3 and result.original_median_s > 0 and result.candidate_median_s > 0
+    assert result.backend_note.startswith("spark-sql") and "cached in its warm worker" in result.note and result.confined == workers.get("candidate", Workspace.open(root, workspace).config.spark).confinement.confined
+    with pytest.raises(ToolError, match="the original could not run over these rows .*raises on some of them"):
+        micro_benchmark(root, workspace, "fee", rows=3000, repeats=1, workers=workers)  # default data has non-positive weights
+    with pytest.raises(ToolError, match="needs the server's Spark workers"):
         micro_benchmark(root, workspace, "fee", rows=100)
 
 

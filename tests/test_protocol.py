@@ -417,3 +417,23 @@ async def test_try_optimization_refusals(client):
     text = await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first")
     assert "the tests are not frozen" in text and "freeze_tests(workspace)" in text
     assert (Path(ws) / "candidate" / "fee.py").read_text() == SQL_CANDIDATE and not (Path(ws) / ".aether" / "journal.jsonl").exists()
+
+
+async def test_the_spark_workers_start_and_warm_up_in_the_background_as_the_server_starts(root):
+    import time
+
+    import anyio
+
+    from aether_mcp.processes.worker_pool import WorkerPool
+
+    pool = WorkerPool(forbidden=[root.path])
+    try:
+        async with Client(build_server(str(root.path), workers=pool, warm_start=True)) as connected:
+            await connected.list_tools()  # nothing that needs Spark is called
+            deadline = time.monotonic() + 300
+            while pool.ready_roles() != ["candidate", "reference"] and time.monotonic() < deadline:
+                await anyio.sleep(1)
+            assert pool.ready_roles() == ["candidate", "reference"]
+            assert pool.starts == 2  # one of each, side by side
+    finally:
+        pool.close()

@@ -85,13 +85,17 @@ def main(argv: list[str]) -> int:
     runs: dict[str, list[float]] = {v["label"]: [] for v in variants}
     peak_rss: dict[str, int] = {v["label"]: 0 for v in variants}
     python_time: dict[str, list[dict[str, float]]] = {v["label"]: [] for v in variants}
-    rounds = request["warmup"] + request["repeats"]
-    total = rounds * len(variants)
+    # More rounds while the paired speedup's interval is wider than asked and time is left (see `precision`)
+    precision = request.get("precision") or {}
+    most = max(request["repeats"], int(precision.get("max_repeats", request["repeats"])))
+    total = (request["warmup"] + most) * len(variants)
     done = 0
     order: list[list[str]] = []
     shuffle = random.Random(request.get("seed", 0))
     memory = _WorkerMemory()
-    for round_index in range(rounds):
+
+    def one_round(round_index: int) -> None:
+        nonlocal done
         active = [v for v in variants if v["label"] not in failed]
         shuffle.shuffle(active)
         warm = round_index < request["warmup"]
@@ -119,6 +123,11 @@ def main(argv: list[str]) -> int:
                 runs[label].append(elapsed)
                 peak_rss[label] = max(peak_rss[label], peak)
                 python_time[label].append(_python_metrics(spark))
+
+    for round_index in range(request["warmup"] + request["repeats"]):
+        one_round(round_index)
+    ended = _more_rounds(precision, runs, failed, request, one_round) if precision else {"by": "repeats", "detail": f"the {request['repeats']} rounds asked for"}
+    check = _output_check(frames, failed, columns)
     check = _output_check(frames, failed, columns)
     report(total, total, "done")
     result = {
@@ -128,10 +137,44 @@ def main(argv: list[str]) -> int:
         "failed": failed,
         "output_check": check,
         "order": order,
+        "rounds_ended_by": ended,
         "environment": _environment(spark, request),
     }
     spark.stop()
     result_file.finish(request["result"], result, indent=2)
+
+
+MIN_PRECISION_ROUNDS = 3  # fewer rounds give an interval that says nothing about the spread
+
+
+def _more_rounds(precision: dict[str, Any], runs: dict[str, list[float]], failed: dict[str, str], request: dict[str, Any], one_round: Callable[[int], None]) -> dict[str, Any]:
+    """Rounds after the asked-for ones until the speedup's 95% interval is narrow enough, the time budget is spent, or the round limit is hit."""
+    from aether_mcp.bench_stats import bootstrap_paired_ci, paired_speedup
+
+    slow, fast = precision["pair"]
+    wanted = float(precision["half_width"])
+    if precision.get("budget_s") is None:  # as long again as the asked-for rounds took
+        budget = min(float(precision["auto_cap_s"]), sum(sum(seconds) for label, seconds in runs.items() if label not in failed))
+    else:
+        budget = float(precision["budget_s"])
+    started = time.monotonic()
+    round_index = request["warmup"] + request["repeats"]
+    while True:
+        if slow in failed or fast in failed or not runs.get(slow) or not runs.get(fast):
+            return {"by": "failure", "detail": "a timed mode failed, so no interval is computed"}
+        rounds = min(len(runs[slow]), len(runs[fast]))
+        speedup = paired_speedup(runs[slow][:rounds], runs[fast][:rounds])
+        low, high = bootstrap_paired_ci(runs[slow][:rounds], runs[fast][:rounds])
+        half = (high - low) / 2 / speedup if speedup > 0 else float("inf")
+        if rounds >= MIN_PRECISION_ROUNDS and half <= wanted:
+            return {"by": "precision", "detail": f"the 95% interval's half-width is {half:.1%} of the speedup after {rounds} rounds (asked: at most {wanted:.0%})", "half_width": round(half, 4)}
+        per_round = sum(runs[label][-1] for label in runs if runs[label] and label not in failed)
+        if time.monotonic() - started + per_round > budget:
+            return {"by": "budget", "detail": f"the time budget for more rounds ({budget:.0f} s) ran out after {rounds} rounds; the interval's half-width is {half:.1%} of the speedup (asked: {wanted:.0%})", "half_width": round(half, 4)}
+        if rounds >= int(precision["max_repeats"]):
+            return {"by": "max_repeats", "detail": f"the round limit ({rounds}) was reached; the interval's half-width is {half:.1%} of the speedup (asked: {wanted:.0%})", "half_width": round(half, 4)}
+        one_round(round_index)
+        round_index += 1
 
 
 def _values_by_group(config, data):
@@ -215,16 +258,18 @@ def _output_check(frames: dict[str, Any], failed: dict[str, str], columns: list[
     """
     from pyspark.sql import functions as F
 
+    from aether_mcp.evaluation.cached_timing import canonical
+
     against = next((mode for mode in ("original", "best") if mode in frames and mode not in failed), None)
     if "candidate" not in frames or "candidate" in failed:
         return {"checked": False, "reason": "the candidate mode did not run"}
     if against is None:
         return {"checked": False, "reason": "no reference mode ran (the original failed on this data, or none was timed)"}
     reference = frames[against]
-    keys = [_canonical(F.col(f"`{c}`"), reference.schema[c].dataType) for c in columns]
+    keys = [canonical(F.col(f"`{c}`"), reference.schema[c].dataType) for c in columns]
 
     def hashes(frame):
-        value = F.coalesce(F.concat(F.lit("v:"), _canonical(F.col(OUT), frame.schema[OUT].dataType).cast("string")), F.lit("null"))
+        value = F.coalesce(F.concat(F.lit("v:"), canonical(F.col(OUT), frame.schema[OUT].dataType).cast("string")), F.lit("null"))
         return frame.select(F.xxhash64(*keys, value).alias("h")).groupBy("h").count()
 
     try:
@@ -237,26 +282,6 @@ def _output_check(frames: dict[str, Any], failed: dict[str, str], columns: list[
         return {"checked": False, "reason": f"the output check failed: {_summary(exc)}"}
     difference, rows = int(row["difference"] or 0), int(row["rows"] or 0)
     return {"checked": True, "against": against, "rows": rows, "mismatched": difference // 2 + difference % 2}
-
-
-def _canonical(column, data_type):
-    """`column` in a form that hashes and prints the same for equal values: maps as their entries sorted by key
-    (Spark cannot hash a map, and two equal maps may list their entries in different orders), at every depth."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    if isinstance(data_type, T.MapType):
-        entries = F.transform(F.map_entries(column), lambda e: F.struct(_canonical(e["key"], data_type.keyType).alias("key"), _canonical(e["value"], data_type.valueType).alias("value")))
-        return F.array_sort(entries)
-    if isinstance(data_type, T.StructType) and _holds_map(data_type):
-        return F.when(column.isNotNull(), F.struct(*[_canonical(column[f.name], f.dataType).alias(f.name) for f in data_type.fields]))
-    if isinstance(data_type, T.ArrayType) and _holds_map(data_type):
-        return F.transform(column, lambda element: _canonical(element, data_type.elementType))
-    return column
-
-
-def _holds_map(data_type) -> bool:
-    return "map<" in data_type.simpleString()
 
 
 def _python_metrics(spark) -> dict[str, float]:

@@ -26,7 +26,7 @@ CALL_SCRATCH_ENV = "AETHER_CALL_SCRATCH"
 
 class CandidateWorker(SparkWorker):
     role = "candidate"
-    operations = ("evaluate", "audit", "plan")
+    operations = ("evaluate", "audit", "plan", "timing")
 
     def __init__(self, master: str, conf: dict[str, str]) -> None:
         watch.install()  # before any agent code can load in this process
@@ -104,6 +104,18 @@ class CandidateWorker(SparkWorker):
     def plan(self, message: dict[str, Any]) -> dict[str, Any]:
         """A sql candidate's plan profile over a Parquet file (see plan_profile); the query is never run."""
         from aether_mcp.confined.candidate_targets import plan_target
+
+        return self._on_sql(message, "profile", lambda context, loaded, data: plan_target(self.spark, context.config, loaded, data))
+
+    def timing(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A sql candidate timed over cached Parquet rows (see cached_timing): micro_benchmark's inner loop."""
+        from aether_mcp.evaluation.cached_timing import time_cached
+
+        repeats = int(message.get("repeats", 5))
+        return self._on_sql(message, "timed", lambda context, loaded, data: time_cached(self.spark, context.config, loaded, data, repeats))
+
+    def _on_sql(self, message: dict[str, Any], key: str, action: Any) -> dict[str, Any]:
+        """`action(context, loaded, data)` for a sql candidate over the request's Parquet data, its answer under `key`."""
         from aether_mcp.evaluation.target_evaluation import TargetError
 
         context = self._candidate_context(message)
@@ -117,13 +129,13 @@ class CandidateWorker(SparkWorker):
                 loaded = self._loaded(context)
                 if loaded.target_kind != "sql":
                     return refused(f"{context.target} is not a sql candidate")
-                profile = plan_target(self.spark, context.config, loaded, str(message.get("data", "")))
+                answer = action(context, loaded, str(message.get("data", "")))
             except TargetError as exc:
                 return {"ok": False, "error_kind": "target", "message": str(exc), "restart": exc.in_driver}
-            except Exception as exc:  # a plan that does not analyse is the candidate's problem
+            except Exception as exc:  # a plan that does not analyse, or a job that fails, is the candidate's problem
                 text = str(exc).strip()
                 return {"ok": False, "error_kind": "target", "message": f"{exc.__class__.__name__}: {text.splitlines()[0] if text else ''}"}
-        return {"ok": True, "profile": profile, "events": watch.drain()}
+        return {"ok": True, key: answer, "events": watch.drain()}
 
     def _candidate_context(self, message: dict[str, Any]) -> Context | dict[str, Any]:
         context = self.context(message)

@@ -74,11 +74,25 @@ class SparkWorker:
 
         try:
             self.spark = create_session(self.master, self.session_conf(), app_name=f"aether-mcp-{self.role}")
+            self.warm_up()
         except Exception as exc:  # reported to every request, and the server restarts the worker
             self.spark_error = f"Spark failed to start: {exc.__class__.__name__}: {first_line(exc)}"
             traceback.print_exc()
         finally:
             self.spark_ready.set()
+
+    def warm_up(self) -> None:
+        """One small job of each kind the requests run (a Python UDF, an Arrow map), so the first request finds the
+        JVM's code compiled and Spark's Python workers started. A failure here is left to the first request to meet."""
+        from pyspark.sql import functions as F
+
+        try:
+            frame = self.spark.range(0, 2_000, numPartitions=2)
+            plus_one = F.udf(lambda value: value + 1, "long")
+            frame.select(plus_one("id").alias("v")).agg(F.sum("v")).collect()
+            frame.mapInArrow(lambda batches: batches, frame.schema).count()
+        except Exception:
+            traceback.print_exc()
 
     def handle(self, message: dict[str, Any]) -> dict[str, Any]:
         op = message.get("op")

@@ -126,6 +126,34 @@ class WorkerPool:
             self._workers[key] = handle
             return handle
 
+    def warm_start(self, spark: SparkConfig) -> list[threading.Thread]:
+        """Start the reference and the candidate worker for `spark` in the background, side by side, so the first
+        call finds them warm. A worker that fails to start here is started again (and its error reported) on first use."""
+
+        def start(role: str) -> None:
+            try:
+                self.get(role, spark)  # the worker answers at once and starts Spark (and warms it) on its own
+            except (ToolError, OSError):
+                pass
+
+        threads = [threading.Thread(target=start, args=(role,), name=f"aether-warm-{role}", daemon=True) for role in ROLES]
+        for thread in threads:
+            thread.start()
+        return threads
+
+    def ready_roles(self) -> list[str]:
+        """The roles of the running workers whose SparkSession is up (and warmed)."""
+        with self._lock:
+            handles = [handle for handle in self._workers.values() if handle.alive()]
+        ready = []
+        for handle in handles:
+            try:
+                if request(handle.socket_path, {"op": "ping", "token": handle.token}, timeout_s=5).get("spark_ready"):
+                    ready.append(handle.role)
+            except WorkerUnavailable:
+                continue
+        return sorted(ready)
+
     def evaluate(
         self,
         role: str,
@@ -191,6 +219,24 @@ class WorkerPool:
         message = {"op": "plan", "context": context(workspace, target), "data": str(copy)}
         try:
             return self._request(handle, "candidate", message, f"reading the plan of {target}", timeout_s, cancel)["profile"]
+        finally:
+            self._done(handle)
+
+    def timing(self, role: str, workspace: Workspace, target: str, data: str, repeats: int, *, timeout_s: float = 600.0, cancel: threading.Event | None = None) -> dict:
+        """Seconds of `repeats` runs of `target` over the Parquet rows at `data`, cached in the warm `role` worker.
+
+        The candidate worker cannot read the workspace, so there the data is copied into its scratch for the call.
+        """
+        handle = self.get(role, workspace.config.spark)
+        with handle.lock:
+            handle.in_flight += 1
+        try:
+            if handle.call_scratch is not None:
+                copy = handle.call_scratch / "timing-data"
+                (shutil.copytree if Path(data).is_dir() else shutil.copyfile)(data, copy)
+                data = str(copy)
+            message = {"op": "timing", "context": context(workspace, target), "data": data, "repeats": repeats}
+            return self._request(handle, role, message, f"timing {target}", timeout_s, cancel)["timed"]
         finally:
             self._done(handle)
 

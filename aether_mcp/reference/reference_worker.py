@@ -18,7 +18,7 @@ MAX_CACHED_ROWS = 500_000
 
 class ReferenceWorker(SparkWorker):
     role = "reference"
-    operations = ("evaluate", "capture")
+    operations = ("evaluate", "capture", "timing")
 
     def __init__(self, master: str, conf: dict[str, str]) -> None:
         super().__init__(master, conf)
@@ -65,6 +65,29 @@ class ReferenceWorker(SparkWorker):
             except TargetError as exc:
                 return {"ok": False, "error_kind": "target", "message": str(exc)}
         return {"ok": True, "outputs": value_codec.encode(outputs), "output_type": output_type, "output_nullable": nullable, "evaluated": len(missing)}
+
+    def timing(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The original, wired as the job wires it, timed over cached Parquet rows (see cached_timing)."""
+        from aether_mcp.evaluation.cached_timing import time_cached
+        from aether_mcp.evaluation.target_evaluation import TargetError
+
+        context = self.context(message)
+        if isinstance(context, dict):
+            return context
+        if context.target != "original":
+            return refused("the reference worker evaluates only the original UDF")
+        problem = self.ready()
+        if problem:
+            return problem
+        with self.session_lock:
+            try:
+                timed = time_cached(self.spark, context.config, self._loaded(context), str(message.get("data", "")), int(message.get("repeats", 5)))
+            except TargetError as exc:
+                return {"ok": False, "error_kind": "target", "message": str(exc)}
+            except Exception as exc:  # the original raised on these rows: its job would fail too
+                text = str(exc).strip()
+                return {"ok": False, "error_kind": "target", "message": f"{exc.__class__.__name__}: {text.splitlines()[0] if text else ''}"}
+        return {"ok": True, "timed": timed}
 
     def capture(self, message: dict[str, Any]) -> dict[str, Any]:
         """The original's arguments as Spark delivers them, for plain-Python coverage and mutation runs."""

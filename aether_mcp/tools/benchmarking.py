@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-import numpy as np
 import pyarrow.parquet as pq
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import bench_data, deviations
+from aether_mcp.bench_stats import bootstrap_paired_ci, paired_speedup
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
@@ -44,9 +44,12 @@ from aether_mcp.workspace import Workspace, check_master, new_run_id
 MODES = ("floor", "original", "original_arrow", "candidate")
 BENCH_DIR = "bench"
 GATE_HIDDEN_ROWS = 2_000
-BOOTSTRAP_RESAMPLES = 4_000
 Progress = Callable[[int, int | None, str], None]
 
+DEFAULT_PRECISION = 0.10
+MAX_EXTRA_BUDGET_S = 3_600
+AUTO_BUDGET_CAP_S = 300.0
+MAX_ROUNDS = 50  # run_benchmark adds rounds until the interval is within +/- this of the speedup
 
 class ModeResult(BaseModel):
     mode: str
@@ -68,7 +71,7 @@ class RunBenchmarkResult(BaseModel):
     workspace: str
     candidate: str
     rows: int
-    repeats: int
+    repeats: int = Field(description="timed rounds run: at least the repeats asked for, more while the interval was too wide and time was left")
     warmup: int
     modes: list[ModeResult]
     failed: list[FailedMode] = Field(description="modes that could not run, with their errors; the others still ran")
@@ -76,6 +79,7 @@ class RunBenchmarkResult(BaseModel):
     speedup_ci: list[float] | None = Field(description="95% bootstrap interval [low, high] of the speedup, resampling rounds")
     ratio_of_medians: float | None = Field(description="original median / candidate median, the bars of the chart")
     overhead_eliminated: float | None = Field(description="(original - candidate) / (original - floor), from medians")
+    rounds_ended_by: str = Field("", description="why the timed rounds stopped: precision (the interval's half-width reached the target), budget (time_budget_s ran out), max_repeats, or a failure")
     gate: str = Field(description="the byte_compare the candidate passed before any timing")
     backend: Literal["cpu", "gpu"] = Field(description="where the candidate ran: the GPU backend (cuDF/CuPy, native kernels) or the CPU one")
     simulated: bool = Field(False, description="never true here: simulated kernels are refused")
@@ -113,15 +117,25 @@ def run_benchmark(
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
     backend: str | None = None,
+    precision: float = DEFAULT_PRECISION,
+    time_budget_s: float | None = None,
 ) -> RunBenchmarkResult:
+    """Times the modes in one Spark application, rounds interleaved. After `repeats` rounds it adds rounds while the
+    speedup's 95% interval is wider than +/- `precision` of the speedup, for at most `time_budget_s` more seconds
+    (default: as long again as the first rounds took, at most 300 s; 0: no extra rounds) and 50 rounds in all."""
     started = time.monotonic()
     opened, name, _kind, resolved = _benchmarkable(root, workspace, candidate, master, backend)
     chosen = _checked(modes, rows, repeats, warmup, timeout_s)
+    if not 0.0 < precision <= 1.0 or (time_budget_s is not None and not 0 <= time_budget_s <= MAX_EXTRA_BUDGET_S):
+        raise ToolError(f"precision must be in (0, 1] (0.1: the interval within +/-10% of the speedup) and time_budget_s between 0 and {MAX_EXTRA_BUDGET_S}.")
     report = progress or (lambda done, total, message: None)
     gate_text = _gate(root, workers, workspace, name, cancel, report, resolved)
     data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, None, message))
     _precheck(opened, workers, data, cancel, report)
-    folder, raw = _run_application(opened, f"candidate:{name}", data.path, {"modes": chosen, "repeats": repeats, "warmup": warmup}, master, timeout_s, cancel, report, resolved)
+    settings: dict[str, Any] = {"modes": chosen, "repeats": repeats, "warmup": warmup}
+    if "original" in chosen and "candidate" in chosen:
+        settings["precision"] = precision_request(("original", "candidate"), precision, time_budget_s)
+    folder, raw = _run_application(opened, f"candidate:{name}", data.path, settings, master, timeout_s, cancel, report, resolved)
     wrong = _output_mismatch(raw)
     if wrong:
         raise ToolError(f"candidate {name!r} is wrong at benchmark scale: {wrong} (raw result: {folder / 'raw.json'}); its speed is not reported. byte_compare with more hidden_rows, or a spec closer to this data, shows where.")
@@ -144,9 +158,10 @@ def run_benchmark(
         workspace=str(opened.path),
         candidate=name,
         rows=rows,
-        repeats=repeats,
+        repeats=max((m.runs for m in measured), default=repeats),
         warmup=warmup,
         modes=measured,
+        rounds_ended_by=_ended_text(raw),
         failed=[FailedMode(mode=mode, error=error) for mode, error in raw["failed"].items()],
         speedup=speedup,
         speedup_ci=speedup_ci,
@@ -178,6 +193,20 @@ def run_benchmark(
     digest = hashlib.sha256(candidate_path(opened, f"candidate:{name}").read_bytes()).hexdigest()
     (folder / "benchmark.json").write_text(json.dumps({**result.model_dump(), "candidate_digest": digest, "raw_seconds": raw["runs"], "order": raw["order"]}, indent=2), encoding="utf-8")
     return result
+
+
+
+
+def precision_request(pair: tuple[str, str], precision: float, time_budget_s: float | None) -> dict[str, Any]:
+    """What the benchmark application needs to add rounds until the speedup of pair[0] over pair[1] is known to +/- `precision`.
+
+    budget_s None: the application gives the extra rounds as long as the asked-for ones took, at most AUTO_BUDGET_CAP_S."""
+    return {"pair": list(pair), "half_width": precision, "budget_s": time_budget_s, "auto_cap_s": AUTO_BUDGET_CAP_S, "max_repeats": MAX_ROUNDS}
+
+
+def _ended_text(raw: dict[str, Any]) -> str:
+    ended = raw.get("rounds_ended_by") or {}
+    return f"{ended.get('by', 'repeats')}: {ended.get('detail', 'the rounds asked for')}"
 
 
 PRECHECK_ROWS = 2_000
@@ -375,20 +404,6 @@ def _mode_result(mode: str, seconds: list[float], rows: int, python: list[dict[s
     )
 
 
-def paired_speedup(original: list[float], candidate: list[float]) -> float:
-    """Median over rounds of original / candidate, each pair timed in the same round."""
-    return round(float(np.median(np.asarray(original, dtype=float) / np.asarray(candidate, dtype=float))), 3)
-
-
-def bootstrap_paired_ci(original: list[float], candidate: list[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> list[float]:
-    """95% percentile-bootstrap interval of the paired speedup, resampling whole rounds."""
-    rng = np.random.default_rng(seed)
-    ratios = np.asarray(original, dtype=float) / np.asarray(candidate, dtype=float)
-    medians = np.median(ratios[rng.integers(0, ratios.size, (resamples, ratios.size))], axis=1)
-    low, high = np.percentile(medians, [2.5, 97.5])
-    return [round(float(low), 3), round(float(high), 3)]
-
-
 def chart(result: RunBenchmarkResult, runs: dict[str, list[float]], path: Path) -> None:
     """Bars of the median seconds per mode, whiskers from the fastest to the slowest run, every run as a dot."""
     import matplotlib
@@ -556,8 +571,8 @@ class MicroBenchmarkResult(BaseModel):
     candidate: str
     rows: int
     repeats: int
-    original_median_s: float = Field(description="the original function over the rows, in plain Python (a pandas UDF on whole Series)")
-    candidate_median_s: float = Field(description="the candidate's evaluate(*series) on the same rows")
+    original_median_s: float = Field(description="the original over the rows: in plain Python (a pandas UDF on whole Series); for a sql candidate, the UDF as Spark runs it over the cached rows")
+    candidate_median_s: float = Field(description="the candidate over the same rows: evaluate(*series); for a sql candidate, its expression over the cached rows")
     speedup: float
     original_s: list[float]
     candidate_s: list[float]
@@ -584,14 +599,20 @@ def micro_benchmark(
     cancel: threading.Event | None = None,
     progress: Progress | None = None,
     backend: str | None = None,
+    workers: WorkerPool | None = None,
 ) -> MicroBenchmarkResult:
-    """The candidate's entry point vs the original function on in-memory data, in a child process (agent code never runs in the server)."""
+    """The candidate's entry point vs the original function on in-memory data, in a child process (agent code never runs in the server).
+
+    A sql candidate has no entry point of its own: it and the original are timed as small Spark jobs over the same
+    rows, cached in the warm workers (`workers`), each in its own worker."""
     started = time.monotonic()
     opened, name, kind, resolved = _benchmarkable(root, workspace, candidate, backend=backend)
-    if kind == "sql":
-        raise ToolError("a sql candidate is a Spark expression with no entry point to time on its own; use run_benchmark.")
     _checked(None, rows, repeats, 0, timeout_s)
     report = progress or (lambda done, total, message: None)
+    if kind == "sql":
+        if workers is None:
+            raise ToolError("timing a sql candidate needs the server's Spark workers; call micro_benchmark through the server.")
+        return _sql_micro(opened, workers, name, rows, repeats, spec, timeout_s, cancel, report, started)
     data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, None, message))
     folder = _new_run_folder(opened)
     request = {**confined_child.sources(opened, f"candidate:{name}"), "data": data.path, "repeats": repeats}
@@ -605,11 +626,7 @@ def micro_benchmark(
         candidate=name,
         rows=rows,
         repeats=repeats,
-        original_median_s=round(statistics.median(original), 5),
-        candidate_median_s=round(statistics.median(candidate_s), 5),
-        speedup=round(statistics.median(original) / statistics.median(candidate_s), 3) if statistics.median(candidate_s) > 0 else math.inf,
-        original_s=[round(v, 5) for v in original],
-        candidate_s=[round(v, 5) for v in candidate_s],
+        **_timings(original, candidate_s),
         original_raised_rows=raw["original_raised_rows"],
         backend=raw["backend"],
         gpu_verified=False,
@@ -618,5 +635,59 @@ def micro_benchmark(
         device=raw.get("device") or {},
         confined=bool(raw.get("confined")),
         confinement=str(raw.get("confinement", "")),
+        duration_s=round(time.monotonic() - started, 3),
+    )
+
+
+def _timings(original: list[float], candidate_s: list[float]) -> dict[str, Any]:
+    """A micro-benchmark's medians, speedup and every run, rounded as results show them."""
+    return {
+        "original_median_s": round(statistics.median(original), 5),
+        "candidate_median_s": round(statistics.median(candidate_s), 5),
+        "speedup": round(statistics.median(original) / statistics.median(candidate_s), 3) if statistics.median(candidate_s) > 0 else math.inf,
+        "original_s": [round(v, 5) for v in original],
+        "candidate_s": [round(v, 5) for v in candidate_s],
+    }
+
+
+def _sql_micro(
+    opened: Workspace, workers: WorkerPool, name: str, rows: int, repeats: int, spec: dict[str, Any] | None, timeout_s: float, cancel: threading.Event | None, report: Progress, started: float
+) -> MicroBenchmarkResult:
+    """The original (reference worker) and a sql candidate (candidate worker), each over the same rows cached in its warm worker."""
+    data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, 2, message))
+    timed: dict[str, list[float]] = {}
+    for step, (role, target) in enumerate((("reference", "original"), ("candidate", f"candidate:{name}"))):
+        report(step, 2, f"timing {target} over {rows} cached rows in the {role} worker ({repeats} runs after one warm-up)")
+        try:
+            timed[role] = workers.timing(role, opened, target, data.path, repeats, timeout_s=timeout_s, cancel=cancel)["seconds"]
+        except EvaluationFailed as exc:
+            if exc.kind == "cancelled":
+                raise ToolError("micro_benchmark was cancelled; its Spark worker was stopped and the next call starts a fresh one.") from None
+            if role == "reference":
+                raise ToolError(
+                    f"the original could not run over these rows ({exc}): it raises on some of them, and so would its job. "
+                    "Pass a spec whose null_rate, min/max or values keep to inputs the original returns on (byte_compare's original_raised shows them)."
+                ) from None
+            raise ToolError(f"micro_benchmark could not run the candidate: {exc}; run_tests and byte_compare show where it fails.") from None
+    report(2, 2, "done")
+    original, candidate_s = timed["reference"], timed["candidate"]
+    confinement = workers.get("candidate", opened.config.spark).confinement
+    return MicroBenchmarkResult(
+        workspace=str(opened.path),
+        candidate=name,
+        rows=rows,
+        repeats=repeats,
+        **_timings(original, candidate_s),
+        original_raised_rows=0,
+        backend="cpu",
+        gpu_verified=False,
+        backend_note="spark-sql: JVM expressions, no Python; the original as the job runs it (its Python workers included)",
+        confined=confinement.confined,
+        confinement=confinement.how,
+        note=(
+            "each side a Spark job over the same rows cached in its warm worker (the original in the reference worker, the candidate in the "
+            "confined candidate worker), forced by hashing every output value; no file is read or written and nothing is collected: "
+            "run_benchmark measures the job"
+        ),
         duration_s=round(time.monotonic() - started, 3),
     )

@@ -27,7 +27,7 @@ from aether_mcp import bench_data, candidate_results, snapshot_store
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.test_freeze import freeze_record
-from aether_mcp.tools.benchmarking import _benchmarkable, _checked, _output_mismatch, _run_application, bootstrap_paired_ci, paired_speedup
+from aether_mcp.tools.benchmarking import DEFAULT_PRECISION, _benchmarkable, _checked, _output_mismatch, _run_application, bootstrap_paired_ci, paired_speedup, precision_request
 from aether_mcp.tools.cheat_audit import MAX_HIDDEN_ROWS, MIN_HIDDEN_ROWS, AuditCandidateResult, audit_candidate
 from aether_mcp.workspace import CANDIDATE_DIR, Workspace
 
@@ -118,7 +118,9 @@ def try_optimization(
         data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(1, 3, message))
         try:
             run_folder, raw = _run_application(
-                opened, f"candidate:{name}", data.path, {"modes": ["best", "candidate"], "repeats": repeats, "warmup": 1}, None, timeout_s, cancel, report, resolved, best=folder
+                opened, f"candidate:{name}", data.path,
+                {"modes": ["best", "candidate"], "repeats": repeats, "warmup": 1, "precision": precision_request(("best", "candidate"), DEFAULT_PRECISION, None)},
+                None, timeout_s, cancel, report, resolved, best=folder,
             )
         except ToolError as exc:
             if cancel is not None and cancel.is_set():

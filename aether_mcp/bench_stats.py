@@ -1,0 +1,21 @@
+"""The benchmark's statistics: a speedup from rounds timed side by side, and its bootstrap interval (NumPy only)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+BOOTSTRAP_RESAMPLES = 4_000
+
+
+def paired_speedup(original: list[float], candidate: list[float]) -> float:
+    """Median over rounds of original / candidate, each pair timed in the same round."""
+    return round(float(np.median(np.asarray(original, dtype=float) / np.asarray(candidate, dtype=float))), 3)
+
+
+def bootstrap_paired_ci(original: list[float], candidate: list[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> list[float]:
+    """95% percentile-bootstrap interval of the paired speedup, resampling whole rounds."""
+    rng = np.random.default_rng(seed)
+    ratios = np.asarray(original, dtype=float) / np.asarray(candidate, dtype=float)
+    medians = np.median(ratios[rng.integers(0, ratios.size, (resamples, ratios.size))], axis=1)
+    low, high = np.percentile(medians, [2.5, 97.5])
+    return [round(float(low), 3), round(float(high), 3)]

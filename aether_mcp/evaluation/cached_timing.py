@@ -1,0 +1,56 @@
+"""A target timed over cached rows in a warm worker: micro_benchmark for targets that only run in Spark.
+
+The rows are read once and cached, so each timed run is the target's own work: the original UDF
+(Python workers and all) in the reference worker, a sql candidate's expression in the candidate
+worker. Each run computes one hash over every output value, which makes Spark evaluate the whole
+output without bringing any of it to the driver.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from aether_mcp.evaluation.target_evaluation import OUTPUT, ROW_ID, LoadedTarget, argument_columns
+
+WARMUP_RUNS = 1
+
+
+def time_cached(spark: SparkSession, config: Any, loaded: LoadedTarget, data: str, repeats: int) -> dict[str, Any]:
+    """Seconds of each of `repeats` runs of `loaded` over the Parquet rows at `data`, after one unrecorded run."""
+    frame = spark.read.parquet(data).withColumn(ROW_ID, F.monotonically_increasing_id()).cache()
+    try:
+        rows = frame.count()
+        output = loaded.apply(frame, argument_columns(config))
+        job = output.agg(F.bit_xor(F.xxhash64(F.coalesce(canonical(F.col(OUTPUT), output.schema[OUTPUT].dataType).cast("string"), F.lit("null")))).alias("h"))
+        seconds = []
+        for run in range(WARMUP_RUNS + repeats):
+            started = time.perf_counter()
+            job.collect()
+            if run >= WARMUP_RUNS:
+                seconds.append(time.perf_counter() - started)
+        return {"rows": rows, "seconds": seconds}
+    finally:
+        frame.unpersist()
+
+
+def canonical(column: Any, data_type: T.DataType) -> Any:
+    """`column` in a form that hashes and prints the same for equal values: maps as their entries sorted by key
+    (Spark cannot hash a map, and two equal maps may list their entries in different orders), at every depth."""
+    if isinstance(data_type, T.MapType):
+        entries = F.transform(F.map_entries(column), lambda e: F.struct(canonical(e["key"], data_type.keyType).alias("key"), canonical(e["value"], data_type.valueType).alias("value")))
+        return F.array_sort(entries)
+    if isinstance(data_type, T.StructType) and holds_map(data_type):
+        return F.when(column.isNotNull(), F.struct(*[canonical(column[f.name], f.dataType).alias(f.name) for f in data_type.fields]))
+    if isinstance(data_type, T.ArrayType) and holds_map(data_type):
+        return F.transform(column, lambda element: canonical(element, data_type.elementType))
+    return column
+
+
+def holds_map(data_type: T.DataType) -> bool:
+    return "map<" in data_type.simpleString()
+
