@@ -538,7 +538,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
             "generated data in the form Spark hands it over, evaluate(*series) vs the original function mapped over the "
             "rows (a pandas UDF on whole Series), one warm-up each, then alternating; device work synchronized on a GPU. "
             "Sql: the candidate's expression and the original UDF each as a small Spark job over the same rows cached in "
-            "the warm workers, every output value hashed, nothing collected. Seconds, not proof of speed in the job: for "
+            "the warm workers, every output value written to the noop sink, nothing collected. Seconds, not proof of speed in the job: for "
             "fast iteration while optimizing (run_benchmark measures the job). Returns medians, every run, the speedup and the backend."
         ),
     )
@@ -546,7 +546,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         workspace: WorkspaceArg,
         candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
         ctx: Context,
-        rows: Annotated[int, Field(description="rows of generated data")] = 100_000,
+        rows: Annotated[int | None, Field(description="rows of generated data; default 100000, or 200000 for a sql candidate (so its own cost shows above a Spark job's fixed cost)")] = None,
         repeats: Annotated[int, Field(description="timed calls of each")] = 5,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
         backend: BackendArg = None,

@@ -17,6 +17,7 @@ def test_init_workspace_extracts_freezes_and_snapshots(root):
     assert created.udf.return_type == "double"
     assert [(a.name, a.type, a.type_from) for a in created.udf.args] == [("weight", "double", "hint"), ("express", "boolean", "hint")]
     assert created.snapshot_id == 0
+    assert created.next_steps[1].startswith("record_cases(workspace, inputs, why)")  # as the specify prompt says, not write_file
     config = tomllib.loads((ws / "aether.toml").read_text())
     assert config["udf"]["function"] == "shipping_fee"
     assert config["spark"]["conf"] == {"spark.sql.session.timeZone": "UTC"}

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,16 @@ class CandidateWorker(SparkWorker):
             local.mkdir(parents=True, exist_ok=True)
             conf.setdefault("spark.local.dir", str(local))
         return conf
+
+    def warm_up(self) -> None:
+        """The request path once on built-in sql and vectorized candidates (see warm_up), loaded from a scratch path."""
+        from aether_mcp.evaluation import warm_up
+
+        try:
+            warm_up.candidate(self.spark, os.path.join(os.environ.get("AETHER_CALL_SCRATCH") or tempfile.gettempdir(), "warm-up"))
+        except Exception:  # left to the first request to meet
+            traceback.print_exc()
+        watch.drain()  # nothing the warm-up did is the agent's
 
     def evaluate(self, message: dict[str, Any]) -> dict[str, Any]:
         from aether_mcp.evaluation.target_evaluation import DEFAULT_MAX_ISOLATED, BadRows, Shape, TargetError, evaluate_rows

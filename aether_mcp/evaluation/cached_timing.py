@@ -2,8 +2,9 @@
 
 The rows are read once and cached, so each timed run is the target's own work: the original UDF
 (Python workers and all) in the reference worker, a sql candidate's expression in the candidate
-worker. Each run computes one hash over every output value, which makes Spark evaluate the whole
-output without bringing any of it to the driver.
+worker. Each run writes the output column to Spark's `noop` sink, which makes Spark evaluate every
+value without bringing any of it to the driver, as run_benchmark's runs do. Each run is a new query:
+re-running one DataFrame's action would reuse its finished shuffle stages and time almost nothing.
 """
 
 from __future__ import annotations
@@ -20,20 +21,26 @@ from aether_mcp.evaluation.target_evaluation import OUTPUT, ROW_ID, LoadedTarget
 WARMUP_RUNS = 1
 
 
-def time_cached(spark: SparkSession, config: Any, loaded: LoadedTarget, data: str, repeats: int) -> dict[str, Any]:
-    """Seconds of each of `repeats` runs of `loaded` over the Parquet rows at `data`, after one unrecorded run."""
+def time_cached(spark: SparkSession, config: Any, loaded: LoadedTarget, data: str, repeats: int, floor: bool = False) -> dict[str, Any]:
+    """Seconds of each of `repeats` runs of `loaded` over the Parquet rows at `data`, after one unrecorded run.
+
+    `floor`: also time, in the same rounds, the arguments alone written the same way (no target): a job's fixed cost here.
+    """
     frame = spark.read.parquet(data).withColumn(ROW_ID, F.monotonically_increasing_id()).cache()
     try:
         rows = frame.count()
-        output = loaded.apply(frame, argument_columns(config))
-        job = output.agg(F.bit_xor(F.xxhash64(F.coalesce(canonical(F.col(OUTPUT), output.schema[OUTPUT].dataType).cast("string"), F.lit("null")))).alias("h"))
-        seconds = []
+        names = [arg.name for arg in config.udf.args]
+        jobs = {"seconds": lambda: loaded.apply(frame, argument_columns(config)).select(OUTPUT)}
+        if floor:
+            jobs["floor_seconds"] = lambda: frame.select(*[F.col(f"`{name}`") for name in names])
+        timed: dict[str, list[float]] = {key: [] for key in jobs}
         for run in range(WARMUP_RUNS + repeats):
-            started = time.perf_counter()
-            job.collect()
-            if run >= WARMUP_RUNS:
-                seconds.append(time.perf_counter() - started)
-        return {"rows": rows, "seconds": seconds}
+            for key, job in jobs.items():
+                started = time.perf_counter()
+                job().write.format("noop").mode("overwrite").save()
+                if run >= WARMUP_RUNS:
+                    timed[key].append(time.perf_counter() - started)
+        return {"rows": rows, **timed}
     finally:
         frame.unpersist()
 

@@ -65,6 +65,7 @@ class SparkWorker:
         self.spark_error: str | None = None
         self.spark_ready = threading.Event()
         self.bound: OrderedDict[str, Context] = OrderedDict()
+        self.warm = False  # run warm_up before answering: set for workers started ahead of any request
 
     def session_conf(self) -> dict[str, str]:
         return self.conf
@@ -73,8 +74,9 @@ class SparkWorker:
         from aether_mcp.evaluation.spark_session import create_session
 
         try:
-            self.spark = create_session(self.master, self.session_conf(), app_name=f"aether-mcp-{self.role}")
-            self.warm_up()
+            self.spark = create_session(self.master, self.session_conf(), app_name=f"aether-mcp-{self.role}", quick_jit=True)
+            if self.warm:
+                self.warm_up()
         except Exception as exc:  # reported to every request, and the server restarts the worker
             self.spark_error = f"Spark failed to start: {exc.__class__.__name__}: {first_line(exc)}"
             traceback.print_exc()
@@ -82,17 +84,7 @@ class SparkWorker:
             self.spark_ready.set()
 
     def warm_up(self) -> None:
-        """One small job of each kind the requests run (a Python UDF, an Arrow map), so the first request finds the
-        JVM's code compiled and Spark's Python workers started. A failure here is left to the first request to meet."""
-        from pyspark.sql import functions as F
-
-        try:
-            frame = self.spark.range(0, 2_000, numPartitions=2)
-            plus_one = F.udf(lambda value: value + 1, "long")
-            frame.select(plus_one("id").alias("v")).agg(F.sum("v")).collect()
-            frame.mapInArrow(lambda batches: batches, frame.schema).count()
-        except Exception:
-            traceback.print_exc()
+        """Run the role's request path once as the worker starts (see evaluation/warm_up); a failure is left to the first request."""
 
     def handle(self, message: dict[str, Any]) -> dict[str, Any]:
         op = message.get("op")
@@ -197,6 +189,7 @@ def run(worker_class: type[SparkWorker], argv: list[str] | None = None) -> None:
     parser.add_argument("--socket", required=True)
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--conf-json", default="{}")
+    parser.add_argument("--warm-up", action="store_true", help="run the request path once on a built-in UDF before answering")
     args = parser.parse_args(argv)
     # The token must not reach the JVM or Spark's Python workers, which inherit this environment.
     token = os.environ.pop(TOKEN_ENV, "")
@@ -208,6 +201,7 @@ def run(worker_class: type[SparkWorker], argv: list[str] | None = None) -> None:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     threading.Thread(target=_exit_when_orphaned, daemon=True).start()
     worker = worker_class(args.master, json.loads(args.conf_json))
+    worker.warm = args.warm_up
     server = _Server(args.socket, _Handler)
     server.worker = worker
     server.token = token

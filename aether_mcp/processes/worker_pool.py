@@ -103,8 +103,11 @@ class WorkerPool:
         self._closed = False
         self.starts = 0
 
-    def get(self, role: str, spark: SparkConfig, backend: str = "cpu") -> WorkerHandle:
-        """A live worker for `role` with these Spark settings and candidate backend ("cpu"/"gpu"), started when needed."""
+    def get(self, role: str, spark: SparkConfig, backend: str = "cpu", warm_up: bool = False) -> WorkerHandle:
+        """A live worker for `role` with these Spark settings and candidate backend ("cpu"/"gpu"), started when needed.
+
+        `warm_up`: a worker started now runs its request path once on a built-in UDF before answering; worth it only
+        when nobody waits for it (warm_start), since the first request would wait for the warm-up."""
         assert role in ROLES and backend in ("cpu", "gpu")
         key = f"{role}-{'gpu-' if backend == 'gpu' else ''}" + hashlib.sha256(json.dumps([spark.master, spark.conf], sort_keys=True).encode()).hexdigest()[:12]
         with self._lock:
@@ -122,7 +125,7 @@ class WorkerPool:
                 raise ToolError(str(exc)) from None
             while len(self._workers) >= self.max_workers:
                 self._stop(min(self._workers.values(), key=lambda h: h.last_used))
-            handle = self._start(role, key, spark, backend)
+            handle = self._start(role, key, spark, backend, warm_up)
             self._workers[key] = handle
             return handle
 
@@ -132,7 +135,7 @@ class WorkerPool:
 
         def start(role: str) -> None:
             try:
-                self.get(role, spark)  # the worker answers at once and starts Spark (and warms it) on its own
+                self.get(role, spark, warm_up=True)  # the worker answers at once and starts and warms Spark on its own
             except (ToolError, OSError):
                 pass
 
@@ -303,7 +306,7 @@ class WorkerPool:
                 self._stop(handle)
         shutil.rmtree(self.directory, ignore_errors=True)
 
-    def _start(self, role: str, key: str, spark: SparkConfig, backend: str) -> WorkerHandle:
+    def _start(self, role: str, key: str, spark: SparkConfig, backend: str, warm_up: bool = False) -> WorkerHandle:
         self.starts += 1
         token = secrets.token_hex(32)
         log_path = self.directory / f"{key}-{self.starts}.log"
@@ -320,7 +323,7 @@ class WorkerPool:
         call_scratch = None
         if role == "reference":
             socket_path = str(self.directory / f"{key}-{self.starts}.sock")
-            argv = self._argv(role, socket_path, spark)
+            argv = self._argv(role, socket_path, spark, warm_up)
             status = REFERENCE_UNCONFINED
             process = subprocess_runner.start(argv, cwd=self.directory, log_path=log_path, env_extra=extra)
         else:
@@ -328,7 +331,7 @@ class WorkerPool:
             call_scratch = scratch / "call"
             call_scratch.mkdir(parents=True)
             socket_path = str(scratch / "worker.sock")
-            argv, status = confinement.wrap(self._argv(role, socket_path, spark), confinement.Policy(read=[], write=[str(scratch)]), self.forbidden)
+            argv, status = confinement.wrap(self._argv(role, socket_path, spark, warm_up), confinement.Policy(read=[], write=[str(scratch)]), self.forbidden)
             env = confinement.environment(scratch, {**extra, "AETHER_CALL_SCRATCH": str(call_scratch)}, confined=status.confined)
             process = subprocess_runner.start(argv, cwd=scratch, log_path=log_path, env=env)
         handle = WorkerHandle(role, key, socket_path, log_path, process, time.monotonic(), token, status, call_scratch)
@@ -350,8 +353,9 @@ class WorkerPool:
         raise ToolError(f"the {role} Spark worker did not start within {self.start_timeout_s:.0f}s (log: {log_path}).")
 
     @staticmethod
-    def _argv(role: str, socket_path: str, spark: SparkConfig) -> list[str]:
-        return [sys.executable, "-I", "-B", "-m", MODULES[role], "--socket", socket_path, "--master", spark.master, "--conf-json", json.dumps(spark.conf)]
+    def _argv(role: str, socket_path: str, spark: SparkConfig, warm_up: bool = False) -> list[str]:
+        argv = [sys.executable, "-I", "-B", "-m", MODULES[role], "--socket", socket_path, "--master", spark.master, "--conf-json", json.dumps(spark.conf)]
+        return argv + (["--warm-up"] if warm_up else [])
 
     def _stop(self, handle: WorkerHandle) -> None:
         handle.process.kill()

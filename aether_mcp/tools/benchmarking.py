@@ -46,6 +46,8 @@ BENCH_DIR = "bench"
 GATE_HIDDEN_ROWS = 2_000
 Progress = Callable[[int, int | None, str], None]
 
+MICRO_ROWS = 100_000
+MICRO_SQL_ROWS = 200_000
 DEFAULT_PRECISION = 0.10
 MAX_EXTRA_BUDGET_S = 3_600
 AUTO_BUDGET_CAP_S = 300.0
@@ -576,6 +578,7 @@ class MicroBenchmarkResult(BaseModel):
     speedup: float
     original_s: list[float]
     candidate_s: list[float]
+    floor_median_s: float | None = Field(None, description="sql: the arguments alone written the same way, no UDF: the fixed cost included in both medians")
     original_raised_rows: int = Field(description="rows on which the original raised (timed, then skipped)")
     backend: Literal["cpu", "gpu"] = Field(description="where evaluate ran, as the timed process reported it")
     gpu_verified: bool
@@ -592,7 +595,7 @@ def micro_benchmark(
     root: SandboxRoot,
     workspace: str,
     candidate: str,
-    rows: int = 100_000,
+    rows: int | None = None,
     repeats: int = 5,
     spec: dict[str, Any] | None = None,
     timeout_s: float = 1_800,
@@ -607,6 +610,8 @@ def micro_benchmark(
     rows, cached in the warm workers (`workers`), each in its own worker."""
     started = time.monotonic()
     opened, name, kind, resolved = _benchmarkable(root, workspace, candidate, backend=backend)
+    if rows is None:  # enough rows that a sql expression's own cost shows above a Spark job's fixed cost (floor_median_s)
+        rows = MICRO_SQL_ROWS if kind == "sql" else MICRO_ROWS
     _checked(None, rows, repeats, 0, timeout_s)
     report = progress or (lambda done, total, message: None)
     if kind == "sql":
@@ -655,11 +660,11 @@ def _sql_micro(
 ) -> MicroBenchmarkResult:
     """The original (reference worker) and a sql candidate (candidate worker), each over the same rows cached in its warm worker."""
     data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, 2, message))
-    timed: dict[str, list[float]] = {}
+    timed: dict[str, dict[str, Any]] = {}
     for step, (role, target) in enumerate((("reference", "original"), ("candidate", f"candidate:{name}"))):
         report(step, 2, f"timing {target} over {rows} cached rows in the {role} worker ({repeats} runs after one warm-up)")
         try:
-            timed[role] = workers.timing(role, opened, target, data.path, repeats, timeout_s=timeout_s, cancel=cancel)["seconds"]
+            timed[role] = workers.timing(role, opened, target, data.path, repeats, timeout_s=timeout_s, cancel=cancel)
         except EvaluationFailed as exc:
             if exc.kind == "cancelled":
                 raise ToolError("micro_benchmark was cancelled; its Spark worker was stopped and the next call starts a fresh one.") from None
@@ -670,7 +675,7 @@ def _sql_micro(
                 ) from None
             raise ToolError(f"micro_benchmark could not run the candidate: {exc}; run_tests and byte_compare show where it fails.") from None
     report(2, 2, "done")
-    original, candidate_s = timed["reference"], timed["candidate"]
+    original, candidate_s, floor = timed["reference"]["seconds"], timed["candidate"]["seconds"], timed["reference"].get("floor_seconds") or []
     confinement = workers.get("candidate", opened.config.spark).confinement
     return MicroBenchmarkResult(
         workspace=str(opened.path),
@@ -678,6 +683,7 @@ def _sql_micro(
         rows=rows,
         repeats=repeats,
         **_timings(original, candidate_s),
+        floor_median_s=round(statistics.median(floor), 5) if floor else None,
         original_raised_rows=0,
         backend="cpu",
         gpu_verified=False,
@@ -686,7 +692,7 @@ def _sql_micro(
         confinement=confinement.how,
         note=(
             "each side a Spark job over the same rows cached in its warm worker (the original in the reference worker, the candidate in the "
-            "confined candidate worker), forced by hashing every output value; no file is read or written and nothing is collected: "
+            "confined candidate worker), every output value written to Spark's noop sink; no file is read or written and nothing is collected: "
             "run_benchmark measures the job"
         ),
         duration_s=round(time.monotonic() - started, 3),
