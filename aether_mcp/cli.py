@@ -174,7 +174,7 @@ async def _demo_loop(root: Path) -> int:
         medians = {m["mode"]: m["median_s"] for m in bench["modes"]}
         interval = bench["speedup_ci"] or [0.0, 0.0]
         say(
-            f"14. run_benchmark  -> {DEMO_ROWS:,} rows, 3 rounds: original {medians.get('original', 0):.2f}s, discount_sql {medians.get('candidate', 0):.2f}s, "
+            f"14. run_benchmark  -> {DEMO_ROWS:,} rows, {bench['repeats']} rounds (ended by {bench['rounds_ended_by'].split(':')[0]}): original {medians.get('original', 0):.2f}s, discount_sql {medians.get('candidate', 0):.2f}s, "
             f"no-UDF floor {medians.get('floor', 0):.2f}s: {bench['speedup']:.2f}x (95% CI {interval[0]:.2f}-{interval[1]:.2f}), "
             f"{(bench['overhead_eliminated'] or 0):.0%} of the UDF overhead removed"
         )

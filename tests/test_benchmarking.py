@@ -177,9 +177,9 @@ def test_a_mode_that_fails_is_reported_and_the_others_still_run(root, workspace,
 def test_run_benchmark_adds_rounds_until_the_interval_is_narrow_or_the_budget_is_spent(root, workspace, workers):
     files.write_file(root, workspace, "candidate/fast.py", VECTORIZED_CANDIDATE)
     common = {"rows": 2000, "warmup": 0, "modes": ["original", "candidate"], "spec": POSITIVE_WEIGHTS}
-    # a loose target is met as soon as an interval means anything (three rounds)
+    # a loose target is met once an interval means anything: never before three rounds, soon after on small noisy data
     loose = run_benchmark(root, workers, workspace, "fast", repeats=1, precision=1.0, time_budget_s=600, **common)
-    assert loose.repeats == 3 and all(m.runs == 3 for m in loose.modes) and loose.rounds_ended_by.startswith("precision: the 95% interval's half-width is")
+    assert loose.repeats >= 3 and all(m.runs == loose.repeats for m in loose.modes) and loose.rounds_ended_by.startswith("precision: the 95% interval's half-width is")
     # an impossible target runs until the budget is spent, and says so
     tight = run_benchmark(root, workers, workspace, "fast", repeats=2, precision=0.0001, time_budget_s=4, **common)
     assert tight.repeats > 2 and tight.rounds_ended_by.startswith("budget: the time budget for more rounds (4 s) ran out")
