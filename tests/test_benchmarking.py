@@ -133,7 +133,8 @@ def test_every_mode_is_timed_interleaved_with_a_chart_and_a_record(loyalty, work
     seen = []
     result = run_benchmark(root, workers, ws, "discount_sql", rows=4000, repeats=3, warmup=1, progress=lambda done, total, message: seen.append(message))
     assert [m.mode for m in result.modes] == ["floor", "original", "original_arrow", "candidate"] and result.failed == []
-    assert all(m.runs == 3 and m.min_s <= m.median_s <= m.max_s and m.rows_per_s > 0 for m in result.modes)
+    # at least the 3 rounds asked for; more while the speedup's interval is wide and the budget allows
+    assert result.repeats >= 3 and all(m.runs == result.repeats and m.min_s <= m.median_s <= m.max_s and m.rows_per_s > 0 for m in result.modes)
     assert result.speedup is not None and result.speedup_ci[0] <= result.speedup <= result.speedup_ci[1]
     assert result.gate.startswith("byte_compare equal on ")
     assert result.output_check == "the candidate's output over all 4,000 rows equals the original's (hashes of every row compared in Spark)"
