@@ -128,7 +128,6 @@ def main(argv: list[str]) -> int:
         one_round(round_index)
     ended = _more_rounds(precision, runs, failed, request, one_round) if precision else {"by": "repeats", "detail": f"the {request['repeats']} rounds asked for"}
     check = _output_check(frames, failed, columns)
-    check = _output_check(frames, failed, columns)
     report(total, total, "done")
     result = {
         "runs": {label: seconds for label, seconds in runs.items() if label not in failed},
