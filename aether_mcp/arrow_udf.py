@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-
 from aether_mcp import backend
+from aether_mcp.lazy_import import lazy_module
+
+np = lazy_module("numpy")
+pd = lazy_module("pandas")
+pa = lazy_module("pyarrow")
 
 _NULLABLE_INTS = {
     pa.int8(): pd.Int8Dtype(),

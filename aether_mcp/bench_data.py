@@ -17,16 +17,18 @@ import json
 import time
 from typing import Any, Callable
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
-from pyspark.sql import types as T
 
 from aether_mcp.judge.mined_values import MinedValues, mine
-from aether_mcp.spark_types import SUPPORTED_TYPES_TEXT, parse_type
+from aether_mcp.spark_types import SUPPORTED_TYPES_TEXT, integer_bounds, parse_type
 from aether_mcp.workspace import Workspace
+from aether_mcp.lazy_import import lazy_module
+
+np = lazy_module("numpy")
+pa = lazy_module("pyarrow")
+pq = lazy_module("pyarrow.parquet")
+T = lazy_module("pyspark.sql.types")
 
 GENERATOR_VERSION = 1
 DATA_DIR = "data"
@@ -36,7 +38,7 @@ DEFAULT_SEED = 0
 DEFAULT_NULL_RATE = 0.05
 RAISE_REGIONS = "runs/raise_regions.json"  # under .aether/: what the latest byte_compare learned the original raises on
 SPEC_KEYS = {"null_rate", "min", "max", "values"}
-INTEGER_BOUNDS = {T.ByteType: (-(2**7), 2**7 - 1), T.ShortType: (-(2**15), 2**15 - 1), T.IntegerType: (-(2**31), 2**31 - 1), T.LongType: (-(2**63), 2**63 - 1)}
+
 EPOCH_DAY_2000, EPOCH_DAY_2031 = 10_957, 22_281
 MAX_ELEMENTS = 5  # per generated array
 MAX_ENTRIES = 3  # per generated map
@@ -138,7 +140,7 @@ def avoiding(data_type: T.DataType, features: dict[str, str]) -> tuple[dict[str,
         why.append(features["null"])
     numeric = isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType))
     if numeric:
-        step = 1 if type(data_type) in INTEGER_BOUNDS else 10.0 ** -data_type.scale if isinstance(data_type, T.DecimalType) else 1e-6
+        step = 1 if type(data_type) in integer_bounds() else 10.0 ** -data_type.scale if isinstance(data_type, T.DecimalType) else 1e-6
         if "negative" in features and "positive" not in features:
             settings["min"] = step if "zero" in features else 0
             why += [features["negative"]] + ([features["zero"]] if "zero" in features else [])
@@ -242,8 +244,8 @@ class _Column:
             low, high = low - span / 2, high + span / 2
         else:
             low, high = 0, 1000
-        if type(self.type) in INTEGER_BOUNDS:
-            lo, hi = INTEGER_BOUNDS[type(self.type)]
+        if type(self.type) in integer_bounds():
+            lo, hi = integer_bounds()[type(self.type)]
             low, high = max(int(np.floor(low)), lo), min(int(np.ceil(high)), hi)
         return low, high
 
@@ -265,7 +267,7 @@ class _Column:
                 values = np.array([v.encode("utf-8") for v in values], dtype=object)
             return pa.array(values, self.arrow_type, mask=mask)
         numbers = self._numbers(rng, size)
-        if type(kind) in INTEGER_BOUNDS:
+        if type(kind) in integer_bounds():
             return pa.array(np.rint(numbers).astype(np.int64), mask=mask).cast(self.arrow_type)
         if isinstance(kind, T.DoubleType):
             return pa.array(numbers, pa.float64(), mask=mask)

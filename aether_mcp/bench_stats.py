@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
+from aether_mcp.lazy_import import lazy_module
+
+np = lazy_module("numpy")
 
 BOOTSTRAP_RESAMPLES = 4_000
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 from aether_mcp import __version__
+from aether_mcp.path_guard import ROOT_ENV, root_problem
 
 DEMO_EXAMPLE = "loyalty_pricing"
 DEMO_ROWS = 200_000  # enough rows for the UDF overhead to show, few enough to keep the demo short
@@ -20,7 +22,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--version", action="version", version=f"aether-mcp {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve MCP over stdio")
-    serve.add_argument("--root", default=".", help="the only directory the tools may touch (default: the current directory)")
+    serve.add_argument("--root", default=None, help=f"the only directory the tools may touch (required, or set {ROOT_ENV}); never / or your home folder itself")
     demo = commands.add_parser("demo", help="run the conversion loop on a bundled example and print a summary")
     demo.add_argument("--examples", default=None, help="folder holding the examples (default: the source checkout's examples/)")
     demo.add_argument("--keep", default=None, help="put the demo's files in this new folder (default: a new temporary folder, left in place for the report)")
@@ -39,11 +41,13 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(_demo(args.examples, args.keep))
 
 
-def _serve(root: str) -> int:
-    path = Path(root).expanduser()
-    if not path.is_dir():
-        print(f"aether-mcp: --root {root} is not a directory; give the folder that holds your PySpark jobs.", file=sys.stderr)
+def _serve(root: str | None) -> int:
+    root = root or os.environ.get(ROOT_ENV) or None
+    problem = root_problem(root)
+    if problem:
+        print(f"aether-mcp: {problem}", file=sys.stderr)
         return 2
+    path = Path(root).expanduser()
     from aether_mcp.server import build_server
 
     build_server(str(path)).run("stdio")
@@ -58,10 +62,10 @@ def _demo(examples: str | None, keep: str | None) -> int:
     except JavaUnavailable as exc:
         print(f"aether-mcp demo: {exc}", file=sys.stderr)
         return 2
-    source = Path(examples) if examples else Path(__file__).resolve().parents[1] / "examples"
+    source = Path(examples) if examples else _bundled_examples()
     example = source / DEMO_EXAMPLE
     if not (example / "job.py").is_file():
-        print(f"aether-mcp demo: no examples at {source}; run it from a source checkout or pass --examples DIR.", file=sys.stderr)
+        print(f"aether-mcp demo: no examples at {source}; reinstall aether-mcp, or pass --examples DIR (a source checkout's examples/).", file=sys.stderr)
         return 2
     if keep:
         root = Path(keep)
@@ -83,6 +87,14 @@ def _demo(examples: str | None, keep: str | None) -> int:
         # kept, so the report and its charts can be read; a temporary folder says so
         if not keep:
             print(f"The demo's files (workspace, report, charts, benchmark data) are in {root}; delete the folder when done.", flush=True)
+
+
+def _bundled_examples() -> Path:
+    """The source checkout's examples/, else the copy an installed wheel put under <prefix>/share/aether-mcp/."""
+    checkout = Path(__file__).resolve().parents[1] / "examples"
+    if (checkout / DEMO_EXAMPLE / "job.py").is_file():
+        return checkout
+    return Path(sys.prefix) / "share" / "aether-mcp" / "examples"
 
 
 async def _demo_loop(root: Path) -> int:

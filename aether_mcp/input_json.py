@@ -17,9 +17,11 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
-from pyspark.sql import types as T
 
 from aether_mcp.wire.value_codec import Struct
+from aether_mcp.lazy_import import lazy_module
+
+T = lazy_module("pyspark.sql.types")
 
 FLOAT_WORDS = {"nan": math.nan, "infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf, "inf": math.inf, "-inf": -math.inf, "-0.0": -0.0}
 

@@ -61,3 +61,24 @@ def resolve_inside(user_path: str, *, base: Path, boundary: Path, what: str, bou
             f"Only files inside it can be used; copy the file there or restart the server with a wider --root."
         )
     return resolved
+
+
+ROOT_ENV = "AETHER_MCP_ROOT"  # the server root when `serve` is given no --root
+
+
+def root_problem(root: str | None) -> str | None:
+    """Why `root` cannot be the server root, or None. The root is every file the tools may touch."""
+    if not root:
+        return (
+            f"no root: pass --root <folder> (or set {ROOT_ENV}) with the folder that holds your PySpark jobs, "
+            "e.g. aether-mcp serve --root ~/projects/etl. The tools can read and write only inside it."
+        )
+    path = Path(root).expanduser()
+    if not path.is_dir():
+        return f"--root {root} is not a directory; give the folder that holds your PySpark jobs."
+    resolved = path.resolve()
+    if resolved == Path(resolved.anchor):
+        return f"--root {root} is the filesystem root; give the folder that holds your PySpark jobs, so the tools cannot reach the rest of the machine."
+    if resolved == Path.home().resolve():
+        return f"--root {root} is your home folder; give the project folder inside it that holds your PySpark jobs, so the tools cannot reach your other files."
+    return None

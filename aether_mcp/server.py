@@ -7,6 +7,7 @@ and one worker pool. Tools are registered in a fixed order, which is the order o
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 from functools import partial
@@ -18,14 +19,15 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError, WithJsonSchema
 
-from aether_mcp import __version__, prompts
+from aether_mcp import __version__, background_runs, call_scope, prompts, strict_wire
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.processes.worker_pool import WorkerPool
+from aether_mcp.progress_report import Monotonic
 from aether_mcp.workspace import SparkConfig
 from aether_mcp.workspace_derivation import DEFAULT_SPARK_CONF
-from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.path_guard import SandboxRoot, root_problem
 from aether_mcp.tools import benchmarking, byte_compare, case_recording, cheat_audit, conversion_report, deviation_records, files, freezing, optimization, profiling, snapshots, spec_strength, test_audit, test_runs, workspaces
 
 INSTRUCTIONS = """\
@@ -39,29 +41,34 @@ two equal as Spark runs them. Four phases; do not start one before the previous 
 2. Convert: write candidate/<name>.py (TARGET "sql" with build(*cols), or "vectorized"/"kernel"
    with evaluate(*series); `from aether_mcp.backend import xp, array, series` serves CPU and GPU)
    -> run_tests(ws, "candidate:<name>") -> byte_compare -> audit_candidate. Gate: PASS (no cheat
-   finding and a fresh exact comparison on hidden rows). Results say backend cpu/gpu; a kernel on
-   the CPU is simulated (correctness only); gpu_verified needs device counters.
-3. Benchmark: run_benchmark (original vs candidate vs the no-UDF floor, speedup with a 95% CI);
-   tune_arrow_batch for vectorized candidates.
-4. Optimize: nsys_profile (nsys on GPU, Python profiler on CPU, Spark plan for sql) ->
+   finding and a fresh exact comparison on hidden rows). A kernel on the CPU is simulated
+   (correctness only); gpu_verified needs device counters.
+3. Benchmark: run_benchmark (original vs candidate vs the no-UDF floor, speedup with a 95% CI).
+4. Optimize: nsys_profile (nsys, Python profiler, or the Spark plan for sql) ->
    try_optimization(ws, name, label): the first call records the best; later calls keep a change
    only if clean, equal and faster over the whole interval, else restore the best. Stop after 10
    steps or 3 rejections in a row. Then report(ws): what to ship and the code that replaces the UDF.
 Rules: never weaken frozen tests (unfreeze_tests is logged); declare unavoidable differences with
 record_deviation; snapshot/revert/diff keep work safe; workspace_status says where a workspace
-stands. Prompts: convert_udf and one per phase. Resources: aether://notes/semantic-traps,
-aether://notes/spark-functions, aether://notes/gpu-idioms, aether://workspaces/{name}/report.
+stands. Prompts: convert_udf and one per phase. Resources: aether://notes/{semantic-traps,
+spark-functions,gpu-idioms}, aether://workspaces/{name}/report, aether://schemas/{tool} (results).
+Long calls: start_run(tool, arguments) -> run_id at once; run_status(run_id, wait_s), cancel_run.
 Only files inside the server root can be used."""
 
 T = TypeVar("T")
-WorkspaceArg = Annotated[str, Field(description="the workspace path returned by init_workspace (absolute, or relative to the server root)")]
+WorkspaceArg = Annotated[str, Field(description="workspace path from init_workspace")]
 BackendArg = Annotated[
     Literal["auto", "cpu", "gpu"] | None,
     Field(
-        description="where a vectorized/kernel candidate runs: cpu (pandas/NumPy; kernels simulated), gpu (cuDF/CuPy, native kernels), auto (the GPU for candidates importing aether_mcp.backend/CuPy/cuDF/numba.cuda, where one can run them); default aether.toml's [backend] use"
+        description="where vectorized/kernel candidates run: cpu (kernels simulated), gpu, auto (the GPU where one can run them); default aether.toml's [backend] use"
     ),
 ]
-SnapshotIdArg = Annotated[int, Field(description="a snapshot id from snapshot or list_snapshots")]
+CandidateArg = Annotated[str, Field(description="candidate name: the file candidate/<name>.py")]
+# one argument value in a case row: any JSON value (a string such as "NaN" or "-0.0" for special floats)
+JsonCell = Annotated[
+    Any, WithJsonSchema({"anyOf": [{"type": "null"}, {"type": "boolean"}, {"type": "number"}, {"type": "string"}, {"type": "array"}, {"type": "object"}]})
+]
+SnapshotIdArg = Annotated[int, Field(ge=0, description="a snapshot id from snapshot or list_snapshots")]
 
 
 def _annotations(*, read_only: bool, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
@@ -74,19 +81,49 @@ def _annotations(*, read_only: bool, destructive: bool = False, idempotent: bool
 
 
 async def _in_thread(ctx: Context, call: Callable[..., T]) -> T:
-    """Run a long tool in a worker thread with progress reporting; cancelling the call stops its work."""
-    cancel = threading.Event()
+    """Run a long tool in a worker thread with progress reporting; cancelling the call stops its work.
 
-    def progress(done: int, total: int | None, message: str) -> None:
+    `call` takes `cancel` and `progress` keywords. In a background run, progress goes to the run and
+    cancel_run sets the cancel event. Every process the call starts below sees the same event
+    (`call_scope`), so cancelling ends all of them.
+    """
+    run = background_runs.current()
+    cancel = run.cancel if run is not None else threading.Event()
+
+    def send(done: float, total: float | None, message: str) -> None:
+        if run is not None:
+            run.report(done, total, message)
+            return
         with contextlib.suppress(Exception):  # a client that went away must not fail the run
             anyio.from_thread.run(partial(ctx.report_progress, done, total, message))
 
+    progress = Monotonic(send)
+
+    def work() -> T:
+        with call_scope.scope(cancel, progress):
+            return call(cancel=cancel, progress=progress)
+
     try:
-        return await anyio.to_thread.run_sync(partial(call, cancel=cancel, progress=progress), abandon_on_cancel=True)
+        return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
     finally:
-        cancel.set()
+        if run is None:  # a run's event belongs to cancel_run
+            cancel.set()
 
 
+def _scoped(function: Callable[..., T], *args: Any) -> Callable[..., T]:
+    """A tool function without cancel/progress parameters, run under the call's scope (which carries both)."""
+
+    def call(*, cancel: threading.Event, progress: Callable[[float, float | None, str], None]) -> T:
+        return function(*args)
+
+    return call
+
+
+# the tools start_run takes: those that run tests, Spark or generated data and can take minutes
+BACKGROUND_TOOLS = (
+    "record_cases", "run_tests", "coverage_report", "mutation_score", "suggest_inputs", "audit_tests", "byte_compare", "audit_candidate",
+    "generate_data", "run_benchmark", "tune_arrow_batch", "micro_benchmark", "nsys_profile", "try_optimization",
+)
 WARM_START_ENV = "AETHER_MCP_WARM_START"  # "0": start the Spark workers on first use only
 
 
@@ -96,6 +133,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     With `warm_start` (default: on unless AETHER_MCP_WARM_START=0) the reference and candidate Spark
     workers for the default settings start in the background as the server starts.
     """
+    problem = root_problem(root)
+    if problem:
+        raise ValueError(problem)
     sandbox = SandboxRoot(root)
     pool = workers or WorkerPool(forbidden=[sandbox.path])
     if warm_start is None:
@@ -108,9 +148,11 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         try:
             yield
         finally:
+            runs.stop_all()
             if workers is None:  # a pool passed in belongs to the caller
                 pool.close()
 
+    runs = background_runs.BackgroundRuns()
     server = MCPServer(name="aether-mcp", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
 
     @server.tool(
@@ -121,15 +163,14 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
             "Constraints: `source` must be a Python file inside the server root; it is parsed, never run. "
             "`udf` names one UDF in it (@udf/@pandas_udf function, `name = udf(fn, type)`, a "
             "spark.udf.register name, or `name = factory(literals)`; `name:LINE` picks one of several). Argument Spark types come from type "
-            "hints or `arg_types` ({\"amount\": \"double\"}); without either the call is refused. An argument the "
-            "job passes as a literal at every call (`F.lit(7)`) is recorded with those values, and generated rows use "
-            "just them; `whole_domain` names arguments to draw over their whole type instead. `workspace` "
+            "hints or `arg_types` ({\"amount\": \"double\"}); without either the call is refused. Arguments the job "
+            "passes only as literals (`F.lit(7)`) keep those values in generated rows unless named in `whole_domain`. `workspace` "
             "(default aether_workspaces/<udf>) must be new or empty.\n"
             "Extracts the UDF with exactly the imports, constants and helpers it uses into original/udf.py "
             "(protected), freezes aether.toml (UDF contract, Spark confs from the job), adds tests/ and "
             "candidate/ templates, and takes snapshot 0. Before that it runs the extracted UDF on 200 generated rows "
             "in a child: a failing import or a name the job defines but the extraction lost is refused, nothing created. "
-            "Returns the workspace path, the UDF's signature and `notes` (names the job defines nowhere, types from hints)."
+            "Returns the workspace path, the UDF's signature and `notes`."
         ),
     )
     def init_workspace(
@@ -182,13 +223,19 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Read a workspace file",
         annotations=_annotations(read_only=True, idempotent=True),
         description=(
-            "Read-only; confined to the workspace; text files only, first 256 KiB. Protected files "
+            "Read-only; confined to the workspace; text files only. Protected files "
             "(original/udf.py, aether.toml) can be read; of .aether/ only test-run logs (.aether/runs/). "
-            "Returns the file's text."
+            "Returns one page of the text (at most 40,000 characters, whole lines) from `offset` or `start_line`, "
+            "its line numbers, and `next_offset` with a `more` line while more follows."
         ),
     )
-    def read_file(workspace: WorkspaceArg, path: Annotated[str, Field(description="file path inside the workspace")]) -> files.ReadFileResult:
-        return files.read_file(sandbox, workspace, path)
+    def read_file(
+        workspace: WorkspaceArg,
+        path: Annotated[str, Field(description="file path inside the workspace")],
+        offset: Annotated[int, Field(ge=0, description="character offset to start at: a page's next_offset")] = 0,
+        start_line: Annotated[int | None, Field(ge=1, description="start at this line (1-based) instead")] = None,
+    ) -> files.ReadFileResult:
+        return files.read_file(sandbox, workspace, path, offset, start_line)
 
     @server.tool(
         name="write_file",
@@ -222,17 +269,18 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
             "already there are skipped. `why` (optional) is stored with each case."
         ),
     )
-    def record_cases(
+    async def record_cases(
         workspace: WorkspaceArg,
-        inputs: Annotated[list[Any], Field(description="argument rows, e.g. [[65, 100.0, \"gold\"], [null, \"NaN\", \" gold\"]]")],
+        ctx: Context,
+        inputs: Annotated[list[list[JsonCell]], Field(min_length=1, max_length=1000, description="argument rows, e.g. [[65, 100.0, \"gold\"], [null, \"NaN\", \" gold\"]]")],
         why: Annotated[str | None, Field(description="what these rows pin, one line")] = None,
     ) -> case_recording.RecordCasesResult:
-        return case_recording.record_cases(sandbox, pool, workspace, inputs, why)
+        return await _in_thread(ctx, _scoped(case_recording.record_cases, sandbox, pool, workspace, inputs, why))
 
     @server.tool(
         name="run_tests",
         title="Run the workspace's tests against a target through Spark",
-        annotations=_annotations(read_only=False, idempotent=True),
+        annotations=_annotations(read_only=True, idempotent=True),
         description=(
             "Constraints: `target` is 'original' or 'candidate:<name>' (file candidate/<name>.py); the workspace "
             "needs tests/test_*.py; the run is killed after `timeout_s` (default from aether.toml, 300 s). "
@@ -246,7 +294,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         workspace: WorkspaceArg,
         target: Annotated[str, Field(description="'original' or 'candidate:<name>'")],
         ctx: Context,
-        timeout_s: Annotated[int | None, Field(description="hard limit for the whole run, 1..3600 s")] = None,
+        timeout_s: Annotated[int | None, Field(ge=1, le=3600, description="hard limit for the whole run, in seconds")] = None,
         backend: BackendArg = None,
     ) -> test_runs.RunTestsResult:
         return await _in_thread(ctx, partial(test_runs.run_tests, sandbox, pool, workspace, target, timeout_s=timeout_s, backend=backend))
@@ -254,7 +302,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     @server.tool(
         name="coverage_report",
         title="Line and branch coverage of the original under the cases",
-        annotations=_annotations(read_only=False, idempotent=True),
+        annotations=_annotations(read_only=True, idempotent=True),
         description=(
             "Constraints: needs cases in tests/cases.py and Java 17+. Measures line and branch coverage of "
             "original/udf.py (the UDF and its helpers) with coverage.py while the original runs on every case, its "
@@ -263,13 +311,13 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
             "justified). Next: suggest_inputs, record_cases, or justify."
         ),
     )
-    def coverage_report(workspace: WorkspaceArg) -> spec_strength.CoverageReport:
-        return spec_strength.coverage_report(sandbox, pool, workspace)
+    async def coverage_report(workspace: WorkspaceArg, ctx: Context) -> spec_strength.CoverageReport:
+        return await _in_thread(ctx, _scoped(spec_strength.coverage_report, sandbox, pool, workspace))
 
     @server.tool(
         name="mutation_score",
         title="How many plausible bugs the cases catch",
-        annotations=_annotations(read_only=False, idempotent=True),
+        annotations=_annotations(read_only=True, idempotent=True),
         description=(
             "Constraints: needs cases in tests/cases.py and Java 17+. Generates mutants of original/udf.py "
             "(comparison operators and boundaries, arithmetic, constants +/-1 and 0, negated conditions, and/or, "
@@ -280,8 +328,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
             "survivor justified."
         ),
     )
-    def mutation_score(workspace: WorkspaceArg) -> spec_strength.MutationScore:
-        return spec_strength.mutation_score(sandbox, pool, workspace)
+    async def mutation_score(workspace: WorkspaceArg, ctx: Context) -> spec_strength.MutationScore:
+        return await _in_thread(ctx, _scoped(spec_strength.mutation_score, sandbox, pool, workspace))
 
     @server.tool(
         name="suggest_inputs",
@@ -294,13 +342,13 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
             "literal with perturbations, an argument set to null. Pass the ones you want to record_cases."
         ),
     )
-    def suggest_inputs(workspace: WorkspaceArg) -> spec_strength.SuggestInputsResult:
-        return spec_strength.suggest_inputs(sandbox, pool, workspace)
+    async def suggest_inputs(workspace: WorkspaceArg, ctx: Context) -> spec_strength.SuggestInputsResult:
+        return await _in_thread(ctx, _scoped(spec_strength.suggest_inputs, sandbox, pool, workspace))
 
     @server.tool(
         name="audit_tests",
         title="Review the tests for patterns that pin nothing",
-        annotations=_annotations(read_only=False, idempotent=True),
+        annotations=_annotations(read_only=True, idempotent=True),
         description=(
             "Static review of tests/test_*.py (never run in the server) and tests/cases.py: tests without "
             "assertions, only weak assertions (non-null, row counts, types), skip/xfail, try/except that swallows "
@@ -309,8 +357,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
             "flags tests that still pass. Returns findings with file, line, test, why it matters and the fix."
         ),
     )
-    def audit_tests(workspace: WorkspaceArg) -> test_audit.AuditTestsResult:
-        return test_audit.audit_tests(sandbox, pool, workspace)
+    async def audit_tests(workspace: WorkspaceArg, ctx: Context) -> test_audit.AuditTestsResult:
+        return await _in_thread(ctx, _scoped(test_audit.audit_tests, sandbox, pool, workspace))
 
     @server.tool(
         name="justify",
@@ -359,11 +407,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     @server.tool(
         name="byte_compare",
         title="Prove a candidate equal to the original as Spark runs it",
-        annotations=_annotations(read_only=False, idempotent=False),
+        annotations=_annotations(read_only=True, idempotent=False),
         description=(
-            "Constraints: `candidate` names candidate/<name>.py; hidden_rows 0..200000 (default 20000); argument "
-            "and return types must be boolean, integers, float, double, decimal, string, binary, date, timestamp "
-            "or arrays, maps and structs of these (init_workspace refuses others); needs Java 17+. Runs the original (reference worker) and the candidate "
+            "Constraints: `candidate` names candidate/<name>.py; needs Java 17+. Runs the original (reference worker) and the candidate "
             "(candidate worker, with a batch shape drawn per call) on every row of tests/cases.py, an edge corpus "
             "of the argument types, and hidden rows generated from a fresh secret seed around the constants and "
             "literals of the original; compares every output in the server, exactly (null only null, NaN only "
@@ -377,9 +423,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     )
     async def byte_compare_tool(
         workspace: WorkspaceArg,
-        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        candidate: CandidateArg,
         ctx: Context,
-        hidden_rows: Annotated[int, Field(description="how many hidden rows to generate, 0..200000")] = 20_000,
+        hidden_rows: Annotated[int, Field(ge=0, le=200_000, description="how many hidden rows to generate")] = 20_000,
         backend: BackendArg = None,
     ) -> byte_compare.ByteCompareResult:
         return await _in_thread(ctx, partial(byte_compare.byte_compare, sandbox, pool, workspace, candidate, hidden_rows, backend=backend))
@@ -387,9 +433,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     @server.tool(
         name="audit_candidate",
         title="Audit a candidate for cheats, with a fresh comparison",
-        annotations=_annotations(read_only=False, idempotent=False),
+        annotations=_annotations(read_only=True, idempotent=False),
         description=(
-            "Constraints: `candidate` names candidate/<name>.py; hidden_rows 1000..200000; the workspace must be intact "
+            "Constraints: `candidate` names candidate/<name>.py; the workspace must be intact "
             "and its tests, if frozen, as recorded. A deterministic judge, all code: static rules over the candidate and the workspace "
             "modules it imports (reaching the original, row-at-a-time work, host round trips, fallbacks, hard-coded "
             "test data, forbidden reads, tampering, threads/processes/JVM calls, memoization, per-element Python in map/sorted/reduce, "
@@ -403,9 +449,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     )
     async def audit_candidate(
         workspace: WorkspaceArg,
-        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        candidate: CandidateArg,
         ctx: Context,
-        hidden_rows: Annotated[int, Field(description="hidden rows for the fresh comparison, 1000..200000")] = 20_000,
+        hidden_rows: Annotated[int, Field(ge=1000, le=200_000, description="hidden rows for the fresh comparison")] = 20_000,
         backend: BackendArg = None,
     ) -> cheat_audit.AuditCandidateResult:
         return await _in_thread(ctx, partial(cheat_audit.audit_candidate, sandbox, pool, workspace, candidate, hidden_rows, backend=backend))
@@ -415,8 +461,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Declare a behaviour difference of a candidate",
         annotations=_annotations(read_only=False),
         description=(
-            "Constraints: `summary` and `reason` at least 10 characters each; give `ulp_tolerance` (1..1000000: "
-            "floats this many ULPs apart count as equal), `applies_to` (a Python-style predicate over the argument "
+            "Constraints: `summary` and `reason` at least 10 characters each; give `ulp_tolerance` (floats "
+            "this many ULPs apart count as equal), `applies_to` (a Python-style predicate over the argument "
             "names, e.g. \"amount is not None and amount < 0\": argument names, constants, comparisons, and/or/not, "
             "arithmetic, abs/len/min/max/round/isnan/isinf/isfinite and a few string methods such as strip/lower), or both (the tolerance only on those rows). `applies_to` alone puts "
             "those rows out of scope. `returns_where_original_raises`: where the original raises (on the rows `applies_to` "
@@ -426,11 +472,11 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     )
     def record_deviation(
         workspace: WorkspaceArg,
-        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        candidate: CandidateArg,
         summary: Annotated[str, Field(description="what differs, e.g. 'sin() results within 2 ULP'")],
         reason: Annotated[str, Field(description="why the difference is acceptable for the pipeline")],
         applies_to: Annotated[str | None, Field(description="predicate over the arguments selecting the rows it covers; omit for every row")] = None,
-        ulp_tolerance: Annotated[int | None, Field(description="floats this many ULPs apart count as equal")] = None,
+        ulp_tolerance: Annotated[int | None, Field(ge=1, le=1_000_000, description="floats this many ULPs apart count as equal")] = None,
         returns_where_original_raises: Annotated[bool, Field(description="where the original raises, the candidate may return a value (a job that would have failed writes it)")] = False,
     ) -> deviation_records.DeviationsResult:
         return deviation_records.record_deviation(sandbox, workspace, candidate, summary, reason, applies_to, ulp_tolerance, returns_where_original_raises)
@@ -443,7 +489,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     )
     def remove_deviation(
         workspace: WorkspaceArg,
-        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        candidate: CandidateArg,
         deviation_id: Annotated[str, Field(description="e.g. dev-1")],
     ) -> deviation_records.DeviationsResult:
         return deviation_records.remove_deviation(sandbox, workspace, candidate, deviation_id)
@@ -453,7 +499,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Generate benchmark data for the UDF's arguments",
         annotations=_annotations(read_only=False, idempotent=True),
         description=(
-            "Constraints: rows 1..50000000; seed >= 0 (default 0); `spec` maps argument names to {null_rate, min, max, "
+            "Constraints: `spec` maps argument names to {null_rate, min, max, "
             "values}. Writes Parquet under .aether/data/, deterministic for (spec, seed, rows) and reused when they "
             "match: numbers around the constants the original compares against (30% exactly those), strings from a "
             "Zipf-skewed vocabulary of its literals with case and padding variants, 5% nulls per column by default. "
@@ -463,8 +509,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     async def generate_data(
         workspace: WorkspaceArg,
         ctx: Context,
-        rows: Annotated[int, Field(description="how many rows, 1..50000000")] = 1_000_000,
-        seed: Annotated[int | None, Field(description="generator seed (default 0)")] = None,
+        rows: Annotated[int, Field(ge=1, le=50_000_000, description="how many rows")] = 1_000_000,
+        seed: Annotated[int | None, Field(ge=0, le=2**63 - 1, description="generator seed (default 0)")] = None,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="per argument: null_rate, min, max, values")] = None,
     ) -> GenerateDataResult:
         return await _in_thread(ctx, lambda cancel, progress: benchmarking.generate_data(sandbox, workspace, rows, seed, spec, progress))
@@ -472,34 +518,32 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     @server.tool(
         name="run_benchmark",
         title="Benchmark original vs candidate vs the no-UDF floor in Spark",
-        annotations=_annotations(read_only=False, idempotent=False),
+        annotations=_annotations(read_only=True, idempotent=False),
         description=(
             "Constraints: the candidate must pass byte_compare on 2000 hidden rows first (else refused with the reason); "
-            "rows 1..50000000; repeats 1..50; warmup 0..10; modes from floor, original, original_arrow, candidate "
-            "(default all); kernel candidates need the GPU backend (a simulated kernel is refused). Generates (or reuses) data with generate_data's recipe "
+            "kernel candidates need the GPU backend (a simulated kernel is refused). Generates (or reuses) data with generate_data's recipe "
             "(`spec` as there), then runs a separate Spark application (`master`, else aether.toml's [benchmark] master, else local[*]): each run "
             "reads the Parquet, applies the mode and writes every column to the noop sink; modes interleave in a fresh "
             "order each round after warm-up. Returns per-mode median/min/max/cv/rows_per_s, failed modes with their "
-            "errors, speedup (median of per-round original/candidate ratios) with a 95% bootstrap speedup_ci (after `repeats` rounds it adds "
-            "rounds until the interval is within +/- precision of the speedup, for at most time_budget_s more seconds (default: as long "
-            "again as the first rounds, at most 300; 0: none), and says in rounds_ended_by which ended it), overhead_eliminated "
+            "errors, speedup (median of per-round original/candidate ratios) with a 95% bootstrap speedup_ci (rounds are added "
+            "until the interval is within +/- precision of the speedup or time_budget_s runs out; rounds_ended_by says which), overhead_eliminated "
             "((original-candidate)/(original-floor)), the backend and gpu_verified, the environment and confs, and artifacts "
             "{json, chart}. Reports progress; cancelling stops the Spark application."
         ),
     )
     async def run_benchmark(
         workspace: WorkspaceArg,
-        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        candidate: CandidateArg,
         ctx: Context,
-        rows: Annotated[int, Field(description="rows of generated data")] = 1_000_000,
-        repeats: Annotated[int, Field(description="recorded runs per mode")] = 5,
-        warmup: Annotated[int, Field(description="unrecorded rounds first")] = 1,
-        modes: Annotated[list[str] | None, Field(description="subset of floor, original, original_arrow, candidate")] = None,
+        rows: Annotated[int, Field(ge=1, le=50_000_000, description="rows of generated data")] = 1_000_000,
+        repeats: Annotated[int, Field(ge=1, le=50, description="recorded runs per mode")] = 5,
+        warmup: Annotated[int, Field(ge=0, le=10, description="unrecorded rounds first")] = 1,
+        modes: Annotated[list[Literal["floor", "original", "original_arrow", "candidate"]] | None, Field(description="default all")] = None,
         master: Annotated[str | None, Field(description="Spark master URL, e.g. spark://host:7077; default aether.toml's [benchmark] master, else local[*]")] = None,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
         backend: BackendArg = None,
-        precision: Annotated[float, Field(description="target half-width of the speedup's 95% interval, as a share of the speedup (0 < p <= 1)")] = benchmarking.DEFAULT_PRECISION,
-        time_budget_s: Annotated[float | None, Field(description="most seconds of extra rounds (0..3600); default as long again as the first rounds took, at most 300")] = None,
+        precision: Annotated[float, Field(gt=0, le=1, description="target half-width of the speedup's 95% interval, as a share of the speedup")] = benchmarking.DEFAULT_PRECISION,
+        time_budget_s: Annotated[float | None, Field(ge=0, le=3600, description="most seconds of extra rounds; default as long again as the first rounds took, at most 300")] = None,
     ) -> benchmarking.RunBenchmarkResult:
         return await _in_thread(
             ctx, partial(benchmarking.run_benchmark, sandbox, pool, workspace, candidate, rows, repeats, warmup, modes, master, spec, backend=backend, precision=precision, time_budget_s=time_budget_s)
@@ -508,11 +552,11 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     @server.tool(
         name="tune_arrow_batch",
         title="Sweep the Arrow batch size for a vectorized candidate",
-        annotations=_annotations(read_only=False, idempotent=False),
+        annotations=_annotations(read_only=True, idempotent=False),
         description=(
             "Constraints: a vectorized (or, on a GPU, kernel) candidate that passes byte_compare on 2000 hidden rows; "
             "sizes: 1 to 12 values of spark.sql.execution.arrow.maxRecordsPerBatch (default 1000, 10000, 50000, "
-            "100000, 500000); rows 1..50000000; repeats 1..50. Times the candidate (and a pandas UDF original) at each "
+            "100000, 500000). Times the candidate (and a pandas UDF original) at each "
             "size in the benchmark's own Spark application, interleaved after a warm-up round, with the peak memory of "
             "the Python workers. Returns the points, the fastest size per target, the setting to use in the job, and "
             "artifacts {json, chart}. Reports progress; cancelling stops it."
@@ -520,11 +564,11 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     )
     async def tune_arrow_batch(
         workspace: WorkspaceArg,
-        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        candidate: CandidateArg,
         ctx: Context,
-        sizes: Annotated[list[int] | None, Field(description="batch sizes to try")] = None,
-        rows: Annotated[int, Field(description="rows of generated data")] = 1_000_000,
-        repeats: Annotated[int, Field(description="recorded runs per size")] = 3,
+        sizes: Annotated[list[Annotated[int, Field(ge=1, le=10_000_000)]] | None, Field(min_length=1, max_length=12, description="batch sizes to try")] = None,
+        rows: Annotated[int, Field(ge=1, le=50_000_000, description="rows of generated data")] = 1_000_000,
+        repeats: Annotated[int, Field(ge=1, le=50, description="recorded runs per size")] = 3,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
     ) -> benchmarking.TuneArrowBatchResult:
         return await _in_thread(ctx, partial(benchmarking.tune_arrow_batch, sandbox, pool, workspace, candidate, sizes, rows, repeats, None, spec))
@@ -532,9 +576,9 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     @server.tool(
         name="micro_benchmark",
         title="Time the candidate alone against the original, in seconds",
-        annotations=_annotations(read_only=False, idempotent=False),
+        annotations=_annotations(read_only=True, idempotent=False),
         description=(
-            "Constraints: rows 1..50000000; repeats 1..50. Vectorized or kernel: in a child process without Spark, on "
+            "Vectorized or kernel: in a child process without Spark, on "
             "generated data in the form Spark hands it over, evaluate(*series) vs the original function mapped over the "
             "rows (a pandas UDF on whole Series), one warm-up each, then alternating; device work synchronized on a GPU. "
             "Sql: the candidate's expression and the original UDF each as a small Spark job over the same rows cached in "
@@ -544,10 +588,10 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     )
     async def micro_benchmark(
         workspace: WorkspaceArg,
-        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        candidate: CandidateArg,
         ctx: Context,
-        rows: Annotated[int | None, Field(description="rows of generated data; default 100000, or 200000 for a sql candidate (so its own cost shows above a Spark job's fixed cost)")] = None,
-        repeats: Annotated[int, Field(description="timed calls of each")] = 5,
+        rows: Annotated[int | None, Field(ge=1, le=50_000_000, description="rows of generated data; default 100000, or 200000 for a sql candidate (so its own cost shows above a Spark job's fixed cost)")] = None,
+        repeats: Annotated[int, Field(ge=1, le=50, description="timed calls of each")] = 5,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
         backend: BackendArg = None,
     ) -> benchmarking.MicroBenchmarkResult:
@@ -556,23 +600,23 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     @server.tool(
         name="nsys_profile",
         title="Profile a candidate: nsys on a GPU, Python's profiler on CPU, the Spark plan for sql",
-        annotations=_annotations(read_only=False, idempotent=False),
+        annotations=_annotations(read_only=True, idempotent=False),
         description=(
-            "Constraints: rows 1..10000000 (default 1000000); kernel candidates need a GPU. vectorized/kernel: with a GPU and "
+            "Constraints: kernel candidates need a GPU. vectorized/kernel: with a GPU and "
             "nsys on the PATH, runs evaluate(*series) on generated data under `nsys profile` (CUDA, NVTX, OS runtime) and "
             "returns backend 'nsys' with the top kernels (share of GPU time, instances, mean), host-to-device and "
             "device-to-host bytes and time, NVTX ranges, the kernel/wall time ratio and hints; otherwise backend 'cpu': "
             "Python's profiler on the same call, `hotspots` (function, file:line, cumulative and own seconds, calls, calls per "
             "row), saying no GPU profile was possible. sql: backend 'spark-plan': the optimized and physical plans, "
-            "whole-stage codegen coverage, and hotspots listing subexpressions computed more than once (copies in CASE "
-            "branches) with the hint to compute each once in an earlier step. Raw reports stay on disk (artifacts)."
+            "whole-stage codegen coverage, hotspots counting repeated subexpressions in the executed plan, and which "
+            "(name, Column) steps Spark kept or inlined. Raw reports stay on disk (artifacts)."
         ),
     )
     async def nsys_profile(
         workspace: WorkspaceArg,
-        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        candidate: CandidateArg,
         ctx: Context,
-        rows: Annotated[int, Field(description="rows of generated data for vectorized/kernel candidates")] = 1_000_000,
+        rows: Annotated[int, Field(ge=1, le=10_000_000, description="rows of generated data for vectorized/kernel candidates")] = 1_000_000,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
     ) -> profiling.ProfileResult:
         return await _in_thread(ctx, partial(profiling.nsys_profile, sandbox, pool, workspace, candidate, rows, spec))
@@ -582,8 +626,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="One verified optimize step: keep the change only if clean, equal and faster",
         annotations=_annotations(read_only=False, destructive=True, idempotent=False),
         description=(
-            "Constraints: the tests must be frozen; `label` says what changed (1..200 characters); min_gain 0..1 (default "
-            "0.03); rows 1..50000000; repeats 1..50; hidden_rows 1000..200000. The first call for a candidate records it as the best (after an "
+            "Constraints: the tests must be frozen; `label` says what changed (1..200 characters); numeric ranges as in "
+            "the schema. The first call for a candidate records it as the best (after an "
             "audit_candidate PASS). Each later call snapshots the files, runs audit_candidate (fresh hidden comparison), "
             "then times the candidate against the best in one interleaved Spark run; it is accepted only if clean, equal "
             "and faster with the whole 95% interval of the paired speedup above 1 + min_gain. Otherwise candidate/<name>.py "
@@ -594,21 +638,21 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     )
     async def try_optimization(
         workspace: WorkspaceArg,
-        candidate: Annotated[str, Field(description="the candidate's name (file candidate/<name>.py)")],
+        candidate: CandidateArg,
         label: Annotated[str, Field(description="what this attempt changes, e.g. 'tier lookup as one map'")],
         ctx: Context,
-        min_gain: Annotated[float, Field(description="required gain over the best at the low end of the 95% interval")] = 0.03,
-        rows: Annotated[int, Field(description="rows of generated data for the timed run")] = 1_000_000,
-        repeats: Annotated[int, Field(description="recorded rounds of best vs candidate")] = 7,
+        min_gain: Annotated[float, Field(ge=0, le=1, description="required gain over the best at the low end of the 95% interval")] = 0.03,
+        rows: Annotated[int, Field(ge=1, le=50_000_000, description="rows of generated data for the timed run")] = 1_000_000,
+        repeats: Annotated[int, Field(ge=1, le=50, description="recorded rounds of best vs candidate")] = 7,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
-        hidden_rows: Annotated[int, Field(description="hidden rows for the audit's fresh comparison, 1000..200000")] = 20_000,
+        hidden_rows: Annotated[int, Field(ge=1000, le=200_000, description="hidden rows for the audit's fresh comparison")] = 20_000,
     ) -> optimization.TryOptimizationResult:
         return await _in_thread(ctx, partial(optimization.try_optimization, sandbox, pool, workspace, candidate, label, min_gain, rows, repeats, spec, hidden_rows))
 
     @server.tool(
         name="report",
         title="Write the conversion report",
-        annotations=_annotations(read_only=False, idempotent=True),
+        annotations=_annotations(read_only=True, idempotent=True),
         description=(
             "Runs nothing: builds the report from what the tools recorded, marking results of files changed since as stale. "
             "Writes .aether/report/report.md and report.json (artifacts) with sections: the UDF and its source, tests "
@@ -648,15 +692,18 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         annotations=_annotations(read_only=True, idempotent=True),
         description=(
             "Read-only. Unified diff of the editable files between snapshot `from_id` and snapshot `to_id` "
-            "(omit to_id to compare with the current files), with added/removed/modified lists; capped at 64 KiB."
+            "(omit to_id to compare with the current files), with added/removed/modified lists and changed lines per file; "
+            "one page (at most 40,000 characters) from `offset`, of one file's diff with `path`; `next_offset` and `more` while more follows."
         ),
     )
     def diff(
         workspace: WorkspaceArg,
         from_id: SnapshotIdArg,
-        to_id: Annotated[int | None, Field(description="a later snapshot id; omit for the current files")] = None,
+        to_id: Annotated[int | None, Field(ge=0, description="a later snapshot id; omit for the current files")] = None,
+        path: Annotated[str | None, Field(description="only this file's diff")] = None,
+        offset: Annotated[int, Field(ge=0, description="character offset to start at: a page's next_offset")] = 0,
     ) -> snapshots.DiffResult:
-        return snapshots.diff(sandbox, workspace, from_id, to_id)
+        return snapshots.diff(sandbox, workspace, from_id, to_id, path, offset)
 
     @server.tool(
         name="revert",
@@ -671,8 +718,58 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     def revert(workspace: WorkspaceArg, snapshot_id: SnapshotIdArg) -> snapshots.RevertResult:
         return snapshots.revert(sandbox, workspace, snapshot_id)
 
+    @server.tool(
+        name="start_run",
+        title="Start a long tool call in the background",
+        annotations=_annotations(read_only=False),
+        description=(
+            f"For work longer than a host waits for (benchmarks at 1M rows, optimization steps, audits): starts `tool` "
+            f"({', '.join(BACKGROUND_TOOLS)}) with `arguments` exactly as a direct call takes them (checked now) and returns "
+            "a run_id at once. Then run_status(run_id, wait_s) for progress and, when it ends, the tool's result; "
+            "cancel_run(run_id) stops it and its processes. Runs end with the server process."
+        ),
+    )
+    async def start_run(
+        tool: Annotated[str, Field(description="the tool to run")],
+        arguments: Annotated[dict[str, Any], Field(description="its arguments, as for a direct call")],
+    ) -> background_runs.RunStarted:
+        registered = server._tool_manager.get_tool(tool)
+        if registered is None or tool not in BACKGROUND_TOOLS:
+            raise ToolError(f"start_run takes one of {', '.join(BACKGROUND_TOOLS)}, not {tool!r}; call other tools directly.")
+        try:
+            registered.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            raise ToolError(strict_wire.argument_errors(registered, exc)) from None
+        run = runs.start(tool, arguments, partial(server.call_tool, tool, dict(arguments)))
+        return background_runs.RunStarted(run_id=run.run_id, tool=tool, status=run.status, next=f"run_status({run.run_id!r}, wait_s=30)")
+
+    @server.tool(
+        name="run_status",
+        title="Progress and result of a background run",
+        annotations=_annotations(read_only=True, idempotent=True),
+        description=(
+            "Returns a run's status (running, succeeded, failed, cancelled), its latest progress, and once it ends the "
+            "tool's structured result or its error. `wait_s` waits up to that long for the run to end first."
+        ),
+    )
+    async def run_status(
+        run_id: Annotated[str, Field(description="the run_id from start_run")],
+        wait_s: Annotated[float, Field(ge=0, le=background_runs.MAX_WAIT_S, description="seconds to wait for the run to end")] = 0,
+    ) -> background_runs.RunStatus:
+        return await anyio.to_thread.run_sync(runs.wait, run_id, wait_s, abandon_on_cancel=True)
+
+    @server.tool(
+        name="cancel_run",
+        title="Stop a background run",
+        annotations=_annotations(read_only=False, idempotent=True),
+        description="Stops a background run and every process it started (waits up to 30 s for them to end); returns its status.",
+    )
+    async def cancel_run(run_id: Annotated[str, Field(description="the run_id from start_run")]) -> background_runs.RunStatus:
+        return await anyio.to_thread.run_sync(runs.cancel, run_id, abandon_on_cancel=True)
+
     _register_prompts(server)
     _register_resources(server, sandbox)
+    strict_wire.tighten(server)
     return server
 
 
@@ -725,6 +822,19 @@ def _register_resources(server: MCPServer, sandbox: SandboxRoot) -> None:
 
     for key, (filename, title, description) in NOTES.items():
         server.resource(f"aether://notes/{key}", name=key, title=title, description=description, mime_type="text/markdown")(note_reader(filename))
+
+    @server.resource(
+        "aether://schemas/{tool}",
+        name="result-schema",
+        title="A tool's result schema",
+        description="The JSON schema of a tool's structured result, every field described (tools/list leaves result schemas out to stay small).",
+        mime_type="application/schema+json",
+    )
+    def result_schema(tool: str) -> str:
+        schema = strict_wire.result_schema(server, tool)
+        if schema is None:
+            raise ResourceNotFoundError(f"no tool named {tool!r}; the tools are those tools/list returns")
+        return json.dumps(schema, indent=1)
 
     @server.resource(
         "aether://workspaces/{name}/report",

@@ -8,30 +8,33 @@ canonical DDL string stored in aether.toml (`DataType.simpleString()`). Unknown 
 from __future__ import annotations
 
 import re
+from aether_mcp.lazy_import import lazy_module
 
-from pyspark.sql import types as T
+T = lazy_module("pyspark.sql.types")
 
-SIMPLE_TYPES: dict[str, type[T.DataType]] = {
-    "boolean": T.BooleanType,
-    "bool": T.BooleanType,
-    "tinyint": T.ByteType,
-    "byte": T.ByteType,
-    "smallint": T.ShortType,
-    "short": T.ShortType,
-    "int": T.IntegerType,
-    "integer": T.IntegerType,
-    "bigint": T.LongType,
-    "long": T.LongType,
-    "float": T.FloatType,
-    "real": T.FloatType,
-    "double": T.DoubleType,
-    "string": T.StringType,
-    "binary": T.BinaryType,
-    "date": T.DateType,
-    "timestamp": T.TimestampType,
-    "timestamp_ltz": T.TimestampType,
-    "timestamp_ntz": T.TimestampNTZType,
-    "void": T.NullType,
+
+# DDL names of the types without parameters, mapped to their pyspark class names
+SIMPLE_TYPES: dict[str, str] = {
+    "boolean": "BooleanType",
+    "bool": "BooleanType",
+    "tinyint": "ByteType",
+    "byte": "ByteType",
+    "smallint": "ShortType",
+    "short": "ShortType",
+    "int": "IntegerType",
+    "integer": "IntegerType",
+    "bigint": "LongType",
+    "long": "LongType",
+    "float": "FloatType",
+    "real": "FloatType",
+    "double": "DoubleType",
+    "string": "StringType",
+    "binary": "BinaryType",
+    "date": "DateType",
+    "timestamp": "TimestampType",
+    "timestamp_ltz": "TimestampType",
+    "timestamp_ntz": "TimestampNTZType",
+    "void": "NullType",
 }
 
 # DataType class names as they appear in source (`DoubleType()`), mapped to their DDL name.
@@ -117,7 +120,7 @@ class _TypeParser:
     def parse_type(self) -> T.DataType:
         word = self.take("word").lower()
         if word in SIMPLE_TYPES:
-            return SIMPLE_TYPES[word]()
+            return getattr(T, SIMPLE_TYPES[word])()
         if word in ("decimal", "dec", "numeric"):
             if self.peek() == ("punct", "("):
                 self.take("punct", "(")
@@ -169,21 +172,29 @@ class _TypeParser:
 
 
 # Scalar types whose values every tool generates, converts and compares; arrays, maps and structs
-# of these, nested to any depth, are supported too. `unsupported_part` is the one place that says so.
+# of these, nested to any depth, are supported too (pyspark class names). `unsupported_part` is the one place that says so.
 SUPPORTED_SCALARS = (
-    T.BooleanType,
-    T.ByteType,
-    T.ShortType,
-    T.IntegerType,
-    T.LongType,
-    T.FloatType,
-    T.DoubleType,
-    T.DecimalType,
-    T.StringType,
-    T.BinaryType,
-    T.DateType,
-    T.TimestampType,
+    "BooleanType",
+    "ByteType",
+    "ShortType",
+    "IntegerType",
+    "LongType",
+    "FloatType",
+    "DoubleType",
+    "DecimalType",
+    "StringType",
+    "BinaryType",
+    "DateType",
+    "TimestampType",
 )
+_INTEGER_BOUNDS = {"ByteType": (-(2**7), 2**7 - 1), "ShortType": (-(2**15), 2**15 - 1), "IntegerType": (-(2**31), 2**31 - 1), "LongType": (-(2**63), 2**63 - 1)}
+
+
+def integer_bounds() -> dict[type, tuple[int, int]]:
+    """The smallest and largest value of each integral Spark type, by pyspark class."""
+    return {getattr(T, name): bounds for name, bounds in _INTEGER_BOUNDS.items()}
+
+
 SUPPORTED_TYPES_TEXT = (
     "boolean, tinyint, smallint, int, bigint, float, double, decimal(p,s), string, binary, date, timestamp, "
     "and array<T>, map<K,V> (K one of those), struct<name:T,...> of these, nested to any depth"
@@ -208,7 +219,7 @@ def unsupported_part(data_type: T.DataType) -> str | None:
         if len(set(names)) != len(names):
             return f"{data_type.simpleString()} (a struct with duplicate field names)"
         return next((part for field in data_type.fields if (part := unsupported_part(field.dataType))), None)
-    if isinstance(data_type, SUPPORTED_SCALARS):
+    if isinstance(data_type, tuple(getattr(T, name) for name in SUPPORTED_SCALARS)):
         return None
     return data_type.simpleString()
 

@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
-from pyspark.sql import types as T
 
 from aether_mcp.local_modules import LocalModules
 from aether_mcp.spark_types import TYPE_CLASS_NAMES, UnknownSparkType, parse_type, type_name
+from aether_mcp.lazy_import import lazy_module
+
+T = lazy_module("pyspark.sql.types")
 
 UDF_FACTORIES = {"udf": "row", "pandas_udf": "pandas"}
 # PandasUDFType names and values (pyspark.rdd.PythonEvalType) -> the form; None: not a column UDF at all.

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
-from pyspark.sql import types as T
 
 from aether_mcp import udf_extraction
 from aether_mcp.local_modules import LocalModules
@@ -31,6 +30,9 @@ from aether_mcp.workspace import (
     UdfConfig,
     WorkspaceConfig,
 )
+from aether_mcp.lazy_import import lazy_module
+
+T = lazy_module("pyspark.sql.types")
 
 DEFAULT_SPARK_CONF = {"spark.sql.session.timeZone": "UTC"}
 GROUPS_NOTE = (

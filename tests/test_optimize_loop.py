@@ -64,9 +64,11 @@ async def test_the_four_phases_through_mcp(root, workers):
 
         # 3. benchmark
         seen = []
+        counts = []
 
         async def on_progress(progress, total, message):
             seen.append(message)
+            counts.append((progress, total))
 
         arguments = {"workspace": ws, "candidate": "fee", "rows": 5000, "repeats": 2, "warmup": 0, "modes": ["floor", "original", "candidate"], "spec": SPEC}
         result = await client.call_tool("run_benchmark", arguments, progress_callback=on_progress)
@@ -75,6 +77,9 @@ async def test_the_four_phases_through_mcp(root, workers):
         assert [m["mode"] for m in bench["modes"]] == ["floor", "original", "candidate"] and bench["speedup"] is not None
         assert len(bench["speedup_ci"]) == 2 and Path(bench["artifacts"]["chart"]).is_file() and Path(bench["artifacts"]["json"]).is_file()
         assert any(message.startswith("round 2: ") for message in seen)
+        # one count over the gate, the data and the rounds: it only rises, against one total, and ends at it
+        assert all(later[0] > earlier[0] for earlier, later in zip(counts, counts[1:])), counts
+        assert len({total for _, total in counts}) == 1 and counts[-1][0] == counts[-1][1]
 
         # 4. optimize
         profile = await ok(client, "nsys_profile", workspace=ws, candidate="fee", rows=20000, spec=SPEC)

@@ -41,8 +41,16 @@ TOOL_ORDER = [
     "list_snapshots",
     "diff",
     "revert",
+    "start_run",
+    "run_status",
+    "cancel_run",
 ]
-READ_ONLY = {"workspace_status", "list_files", "read_file", "list_snapshots", "diff"}
+# read-only: changes no file of the agent or the user (a tool may add the server's own records under .aether/)
+READ_ONLY = {
+    "workspace_status", "list_files", "read_file", "list_snapshots", "diff", "run_status",
+    "run_tests", "coverage_report", "mutation_score", "audit_tests", "byte_compare", "audit_candidate",
+    "run_benchmark", "tune_arrow_batch", "micro_benchmark", "nsys_profile", "report",
+}
 
 pytestmark = pytest.mark.anyio
 
@@ -86,11 +94,18 @@ async def test_tools_list_is_pinned(client):
     listed = (await client.list_tools()).tools
     assert [t.name for t in listed] == TOOL_ORDER
     for tool in listed:
-        assert tool.title and tool.description and len(tool.description.encode()) < 2048
+        assert tool.title and tool.description and len(tool.description.encode()) <= 1200
         assert tool.annotations.open_world_hint is False
         assert tool.annotations.read_only_hint is (tool.name in READ_ONLY)
-        assert tool.output_schema is not None
+        assert tool.input_schema["additionalProperties"] is False
+        assert '"title"' not in json.dumps(tool.input_schema)
+        # result schemas are a resource each, not part of the list every session loads
+        assert tool.output_schema is None
+        schema = await client.read_resource(f"aether://schemas/{tool.name}")
+        assert json.loads(schema.contents[0].text)["type"] == "object"
     wire = _wire(listed)
+    # what a host loads into the agent's context before its first call
+    assert len(json.dumps(wire, separators=(",", ":"))) < 40_000
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
         SNAPSHOT.parent.mkdir(exist_ok=True)
         SNAPSHOT.write_text(json.dumps(wire, indent=2, sort_keys=True) + "\n")
@@ -244,7 +259,7 @@ async def test_byte_compare_proves_equality_through_the_protocol(client):
     status = await ok(client, "workspace_status", workspace=ws)
     assert {g["name"]: g["status"] for g in status["gates"]}["candidate_equal"] == "pending"
     text = await refused(client, "byte_compare", workspace=ws, candidate="fee", hidden_rows=10**7)
-    assert "hidden_rows must be between 0 and 200000" in text
+    assert "hidden_rows: Input should be less than or equal to 200000 (given 10000000)" in text
 
 
 @pytest.mark.slow
@@ -331,7 +346,7 @@ async def test_audit_candidate_and_deviations_through_the_protocol(client):
     assert remaining["deviations"] == []
     assert "has no deviation 'dev-1'" in await refused(client, "remove_deviation", workspace=ws, candidate="fee", deviation_id="dev-1")
     assert "candidate/ghost.py does not exist" in await refused(client, "audit_candidate", workspace=ws, candidate="ghost")
-    assert "hidden_rows must be between 1000 and 200000" in await refused(client, "audit_candidate", workspace=ws, candidate="fee", hidden_rows=10)
+    assert "hidden_rows: Input should be greater than or equal to 1000 (given 10)" in await refused(client, "audit_candidate", workspace=ws, candidate="fee", hidden_rows=10)
 
 
 @pytest.mark.slow
@@ -346,7 +361,9 @@ async def test_benchmark_tools_through_the_protocol(client):
     assert "spec names 'price'" in await refused(client, "generate_data", workspace=ws, rows=10, spec={"price": {"min": 1}})
     await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=SQL_CANDIDATE)
     # a timed run through the protocol, with its progress, is part of test_optimize_loop
-    assert "modes may be any of" in await refused(client, "run_benchmark", workspace=ws, candidate="fee", modes=["turbo"])
+    # the schema names the modes, and a call outside it is refused before anything runs
+    text = await refused(client, "run_benchmark", workspace=ws, candidate="fee", modes=["turbo"])
+    assert "modes.0: Input should be 'floor', 'original', 'original_arrow' or 'candidate'" in text
 
 
 async def test_instructions_explain_the_loop_in_one_screen(client):
@@ -386,7 +403,7 @@ async def test_reference_notes_are_resources(client):
 
 async def test_a_workspace_report_is_a_resource(client):
     templates = (await client.list_resource_templates()).resource_templates
-    assert [t.uri_template for t in templates] == ["aether://workspaces/{name}/report"]
+    assert [t.uri_template for t in templates] == ["aether://schemas/{tool}", "aether://workspaces/{name}/report"]
     await new_workspace(client)
     text = (await client.read_resource("aether://workspaces/shipping_fee/report")).contents[0].text
     assert text.startswith("# Conversion report: `shipping_fee`") and "no candidate is verified yet" in text
@@ -411,9 +428,9 @@ async def test_try_optimization_refusals(client):
     assert "candidate/fee.py does not exist" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first")
     await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=SQL_CANDIDATE)
     assert "label must say what this attempt changes" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label=" ")
-    assert "min_gain must be between 0 and 1" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first", min_gain=2.0)
-    assert "repeats must be between 1 and 50" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first", repeats=0)
-    assert "hidden_rows must be between 1000 and 200000" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first", hidden_rows=10)
+    assert "min_gain: Input should be less than or equal to 1 (given 2.0)" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first", min_gain=2.0)
+    assert "repeats: Input should be greater than or equal to 1 (given 0)" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first", repeats=0)
+    assert "hidden_rows: Input should be greater than or equal to 1000 (given 10)" in await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first", hidden_rows=10)
     text = await refused(client, "try_optimization", workspace=ws, candidate="fee", label="first")
     assert "the tests are not frozen" in text and "freeze_tests(workspace)" in text
     assert (Path(ws) / "candidate" / "fee.py").read_text() == SQL_CANDIDATE and not (Path(ws) / ".aether" / "journal.jsonl").exists()

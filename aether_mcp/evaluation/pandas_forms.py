@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import inspect
 from typing import Any, Callable, Iterator, Tuple
+from aether_mcp.lazy_import import lazy_module
 
-import pandas as pd
+pd = lazy_module("pandas")
 
 
 EMPTY_GROUP_TYPE = "EmptyGroup"

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from pyspark.sql import types as T
-
 from aether_mcp.wire.value_codec import Raised, Struct, dumps
+from aether_mcp.lazy_import import lazy_module
+
+T = lazy_module("pyspark.sql.types")
 
 RAISE_KIND = "original raised, candidate returned"
 KINDS = ("value", "null vs value", "NaN", "sign of zero", "type", "exception", "length", "keys", RAISE_KIND)

@@ -14,18 +14,13 @@ import struct
 from decimal import Decimal
 from typing import Any
 
-from pyspark.sql import types as T
-
-from aether_mcp.spark_types import parse_type
+from aether_mcp.spark_types import integer_bounds, parse_type
 from aether_mcp.wire.value_codec import Struct
 from aether_mcp.workspace import WorkspaceConfig
+from aether_mcp.lazy_import import lazy_module
 
-INTEGER_RANGES = {
-    T.ByteType: (-(2**7), 2**7 - 1),
-    T.ShortType: (-(2**15), 2**15 - 1),
-    T.IntegerType: (-(2**31), 2**31 - 1),
-    T.LongType: (-(2**63), 2**63 - 1),
-}
+T = lazy_module("pyspark.sql.types")
+
 DOUBLE_EDGES = [
     0.0, -0.0, float("nan"), float("inf"), float("-inf"), 1.0, -1.0, 0.5, -0.5, 0.1, 0.30000000000000004,
     2.675, 0.125, 1.005, 0.49999999999999994, 5e-324, -5e-324, 2.2250738585072014e-308, 1e-300,
@@ -55,8 +50,8 @@ def edge_values(data_type: T.DataType) -> list[Any]:
     values: list[Any] = [None]
     if isinstance(data_type, T.BooleanType):
         values += [True, False]
-    elif type(data_type) in INTEGER_RANGES:
-        low, high = INTEGER_RANGES[type(data_type)]
+    elif type(data_type) in integer_bounds():
+        low, high = integer_bounds()[type(data_type)]
         values += [0, 1, -1, 2, 10, -10, 100, low, high, low + 1, high - 1]
         if high > 2**31:
             values += [2**31 - 1, 2**31, -(2**31) - 1, 2**53 + 1]

@@ -15,13 +15,14 @@ import struct
 from decimal import Decimal
 from typing import Any, Callable
 
-from pyspark.sql import types as T
-
-from aether_mcp.judge.edge_inputs import INTEGER_RANGES, _float32, edge_values, map_keys
+from aether_mcp.judge.edge_inputs import _float32, edge_values, map_keys
 from aether_mcp.judge.mined_values import MinedValues, boundary_values
-from aether_mcp.spark_types import parse_type
+from aether_mcp.spark_types import integer_bounds, parse_type
 from aether_mcp.wire.value_codec import Struct
 from aether_mcp.workspace import WorkspaceConfig
+from aether_mcp.lazy_import import lazy_module
+
+T = lazy_module("pyspark.sql.types")
 
 PROFILES = ("mixed", "mostly_null", "constant", "mined", "wide")
 CHUNK_ROWS = 500
@@ -128,8 +129,8 @@ class _ValueSource:
             return {key: values.draw("mixed") for key in drawn}
         if isinstance(data_type, T.BooleanType):
             return self.rng.random() < 0.5
-        if type(data_type) in INTEGER_RANGES:
-            return self._integer(INTEGER_RANGES[type(data_type)], mined)
+        if type(data_type) in integer_bounds():
+            return self._integer(integer_bounds()[type(data_type)], mined)
         if isinstance(data_type, (T.DoubleType, T.FloatType)):
             value = self._double(mined)
             return _float32(value) if isinstance(data_type, T.FloatType) else value

@@ -22,8 +22,11 @@ import io
 import re
 from pathlib import Path
 
-import pandas as pd
 from pydantic import BaseModel, Field
+from aether_mcp.lazy_import import lazy_module
+
+pd = lazy_module("pandas")
+
 
 REPORTS = ("cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum", "cuda_api_sum")
 # Names the same reports had in older nsys releases, tried when the current name's file is absent.

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from aether_mcp import call_scope
+
 # Variables a child may inherit from the server; everything else is dropped.
 ALLOWED_ENV = (
     "PATH",
@@ -162,7 +164,8 @@ def run(
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES,
     env: dict[str, str] | None = None,
 ) -> ProcessResult:
-    """Run to completion, killing the process group on timeout or when `cancel` is set."""
+    """Run to completion, killing the process group on timeout or when `cancel` (default: the current tool call's) is set."""
+    cancel = call_scope.cancel_event(cancel)
     process = start(argv, cwd=cwd, log_path=log_path, env_extra=env_extra, max_log_bytes=max_log_bytes, env=env)
     deadline = process.started + timeout_s
     timed_out = cancelled = False

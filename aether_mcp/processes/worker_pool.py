@@ -27,6 +27,7 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.backend import Resolved, has_gpu  # noqa: F401  (has_gpu: re-exported for the tools)
+from aether_mcp import call_scope
 from aether_mcp.candidates import candidate_path
 from aether_mcp.processes import confinement, subprocess_runner
 from aether_mcp.processes.confinement import ConfinementStatus
@@ -264,6 +265,7 @@ class WorkerPool:
 
     def _request(self, handle: WorkerHandle, role: str, message: dict, what: str, timeout_s: float, cancel: threading.Event | None) -> dict:
         """One request to a worker; a worker that times out, dies or is cancelled is replaced."""
+        cancel = call_scope.cancel_event(cancel)
         with handle.lock:
             handle.in_flight += 1
         try:

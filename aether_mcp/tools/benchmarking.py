@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-import pyarrow.parquet as pq
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
@@ -29,6 +28,7 @@ from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
 from aether_mcp.processes import confined_child
+from aether_mcp.progress_report import Stages
 from aether_mcp.evaluation.pandas_forms import EMPTY_GROUP_TYPE
 from aether_mcp.judge.raise_regions import RaiseRegions
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
@@ -40,6 +40,9 @@ from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.workspace import Workspace, check_master, new_run_id
+from aether_mcp.lazy_import import lazy_module
+
+pq = lazy_module("pyarrow.parquet")
 
 MODES = ("floor", "original", "original_arrow", "candidate")
 BENCH_DIR = "bench"
@@ -130,10 +133,13 @@ def run_benchmark(
     chosen = _checked(modes, rows, repeats, warmup, timeout_s)
     if not 0.0 < precision <= 1.0 or (time_budget_s is not None and not 0 <= time_budget_s <= MAX_EXTRA_BUDGET_S):
         raise ToolError(f"precision must be in (0, 1] (0.1: the interval within +/-10% of the speedup) and time_budget_s between 0 and {MAX_EXTRA_BUDGET_S}.")
-    report = progress or (lambda done, total, message: None)
-    gate_text = _gate(root, workers, workspace, name, cancel, report, resolved)
-    data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report(0, None, message))
-    _precheck(opened, workers, data, cancel, report)
+    # one count over the stages: the gate's comparison, the data, the pre-check, the timed rounds, the device proof
+    stages = Stages(progress or (lambda done, total, message: None), {"gate": 10, "data": 10, "precheck": 5, "rounds": 100, "device": 5})
+    gate_text = _gate(root, workers, workspace, name, cancel, stages.stage("gate"), resolved)
+    report_data = stages.stage("data")
+    data = bench_data.generate(opened, rows, None, spec, lambda done, total, message: report_data(done, total, message))
+    _precheck(opened, workers, data, cancel, stages.stage("precheck"))
+    report = stages.stage("rounds")
     settings: dict[str, Any] = {"modes": chosen, "repeats": repeats, "warmup": warmup}
     if "original" in chosen and "candidate" in chosen:
         settings["precision"] = precision_request(("original", "candidate"), precision, time_budget_s)
@@ -141,7 +147,7 @@ def run_benchmark(
     wrong = _output_mismatch(raw)
     if wrong:
         raise ToolError(f"candidate {name!r} is wrong at benchmark scale: {wrong} (raw result: {folder / 'raw.json'}); its speed is not reported. byte_compare with more hidden_rows, or a spec closer to this data, shows where.")
-    activity, verified, proof_note = device_proof.prove(opened, name, resolved, timeout_s, cancel, report)
+    activity, verified, proof_note = device_proof.prove(opened, name, resolved, timeout_s, cancel, stages.stage("device"))
 
     measured = [_mode_result(mode, seconds, rows, raw.get("python_metrics", {}).get(mode, [])) for mode, seconds in raw["runs"].items() if seconds]
     by_mode = {m.mode: m for m in measured}
@@ -194,9 +200,8 @@ def run_benchmark(
     # the candidate's digest lets the report tell a benchmark of the current file from a stale one
     digest = hashlib.sha256(candidate_path(opened, f"candidate:{name}").read_bytes()).hexdigest()
     (folder / "benchmark.json").write_text(json.dumps({**result.model_dump(), "candidate_digest": digest, "raw_seconds": raw["runs"], "order": raw["order"]}, indent=2), encoding="utf-8")
+    stages.done()
     return result
-
-
 
 
 def precision_request(pair: tuple[str, str], precision: float, time_budget_s: float | None) -> dict[str, Any]:
@@ -441,7 +446,6 @@ def chart(result: RunBenchmarkResult, runs: dict[str, list[float]], path: Path) 
     figure.tight_layout(rect=(0, 0.03, 1, 1))
     figure.savefig(path)
     plt.close(figure)
-
 
 
 ARROW_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"

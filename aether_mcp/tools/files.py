@@ -14,10 +14,10 @@ from typing import Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from aether_mcp import paging
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.workspace import IGNORED_DIR_NAMES, STATE_DIR, Workspace
 
-MAX_READ_CHARS = 256 * 1024
 MAX_WRITE_BYTES = 1024 * 1024
 MAX_LIST_ENTRIES = 2000
 READABLE_STATE = ("runs", "report")
@@ -25,9 +25,15 @@ READABLE_STATE = ("runs", "report")
 
 class ReadFileResult(BaseModel):
     path: str
-    content: str
+    content: str = Field(description="one page of the file's text, at most 40,000 characters, ending at a line end")
     size: int = Field(description="size of the file in bytes")
-    truncated: bool = Field(description="content holds only the first 256 KiB characters")
+    first_line: int = Field(description="line number (1-based) of the page's first line")
+    last_line: int = Field(description="line number of the page's last line")
+    total_lines: int
+    offset: int = Field(description="character offset of this page in the file's text")
+    next_offset: int | None = Field(description="offset of the next page; null: the page ends the file")
+    truncated: bool = Field(description="more of the file follows this page")
+    more: str | None = Field(description="how to read the rest; null when nothing is left")
     protected: bool
 
 
@@ -50,7 +56,8 @@ class ListFilesResult(BaseModel):
     truncated: bool
 
 
-def read_file(root: SandboxRoot, workspace: str, path: str) -> ReadFileResult:
+def read_file(root: SandboxRoot, workspace: str, path: str, offset: int = 0, start_line: int | None = None) -> ReadFileResult:
+    """One page of a text file: from character `offset`, or from line `start_line` (1-based) when given."""
     opened = Workspace.open_intact(root, workspace)
     target = opened.resolve(path, what="path")
     relative = opened.relative(target)
@@ -64,11 +71,29 @@ def read_file(root: SandboxRoot, workspace: str, path: str) -> ReadFileResult:
     if b"\x00" in data[:8192]:
         raise ToolError(f"{relative} is a binary file; read_file returns text only.")
     text = data.decode("utf-8", errors="replace")
+    total_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    if start_line is not None:
+        if not 1 <= start_line <= max(total_lines, 1):
+            raise ToolError(f"start_line {start_line} is past the end of {relative} ({total_lines} lines); give 1..{max(total_lines, 1)}.")
+        offset = 0
+        for _ in range(start_line - 1):
+            offset = text.index("\n", offset) + 1
+    if not 0 <= offset <= len(text):
+        raise ToolError(f"offset {offset} is past the end of {relative} ({len(text)} characters); give 0..{len(text)}, or a next_offset a page returned.")
+    content, next_offset = paging.cut(text, offset)
+    first_line = text.count("\n", 0, offset) + 1
+    info = paging.page_info(text, offset, next_offset, f"read_file(workspace, {relative.as_posix()!r}, offset={{offset}})")
     return ReadFileResult(
         path=relative.as_posix(),
-        content=text[:MAX_READ_CHARS],
+        content=content,
         size=len(data),
-        truncated=len(text) > MAX_READ_CHARS,
+        first_line=first_line,
+        last_line=first_line + max(content.count("\n") - (1 if content.endswith("\n") else 0), 0),
+        total_lines=total_lines,
+        offset=offset,
+        next_offset=next_offset,
+        truncated=next_offset is not None,
+        more=info.more,
         protected=opened.protection_reason(relative) is not None,
     )
 

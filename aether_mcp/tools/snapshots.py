@@ -5,11 +5,12 @@ from __future__ import annotations
 import difflib
 from pydantic import BaseModel, Field
 
-from aether_mcp import snapshot_store
+from mcp.server.mcpserver.exceptions import ToolError
+
+from aether_mcp import paging, snapshot_store
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.workspace import Workspace
 
-MAX_DIFF_CHARS = 64 * 1024
 
 
 class SnapshotResult(BaseModel):
@@ -43,8 +44,13 @@ class DiffResult(BaseModel):
     added: list[str]
     removed: list[str]
     modified: list[str]
-    diff: str = Field(description="unified diff, capped at 64 KiB")
-    truncated: bool
+    files: dict[str, int] = Field(description="changed lines (added plus removed) per file in the whole diff")
+    diff: str = Field(description="one page of the unified diff, at most 40,000 characters, ending at a line end")
+    offset: int = Field(description="character offset of this page in the whole diff")
+    next_offset: int | None = Field(description="offset of the next page; null: the page ends the diff")
+    total_chars: int
+    truncated: bool = Field(description="more of the diff follows this page")
+    more: str | None = Field(description="how to read the rest; null when nothing is left")
 
 
 def snapshot(root: SandboxRoot, workspace: str, label: str) -> SnapshotResult:
@@ -76,7 +82,8 @@ def list_snapshots(root: SandboxRoot, workspace: str) -> ListSnapshotsResult:
     )
 
 
-def diff(root: SandboxRoot, workspace: str, from_id: int, to_id: int | None = None) -> DiffResult:
+def diff(root: SandboxRoot, workspace: str, from_id: int, to_id: int | None = None, path: str | None = None, offset: int = 0) -> DiffResult:
+    """One page of the unified diff between two snapshots (or a snapshot and the current files); `path`: one file's only."""
     opened = Workspace.open_intact(root, workspace)
     before = snapshot_store.load(opened, from_id).files
     if to_id is None:
@@ -91,20 +98,33 @@ def diff(root: SandboxRoot, workspace: str, from_id: int, to_id: int | None = No
     added = sorted(set(after) - set(before))
     removed = sorted(set(before) - set(after))
     modified = sorted(rel for rel in set(before) & set(after) if before[rel] != after[rel])
-    chunks: list[str] = []
-    for rel in sorted(added + removed + modified):
+    changed = sorted(added + removed + modified)
+    if path is not None and path not in changed:
+        raise ToolError(f"{path} did not change between these snapshots; the changed files are: {', '.join(changed) or 'none'}.")
+    per_file: dict[str, list[str]] = {}
+    for rel in changed:
         old = _lines(snapshot_store.read_blob(opened, before[rel])) if rel in before else []
         new = _lines(read_after(rel)) if rel in after else []
-        chunks.extend(difflib.unified_diff(old, new, f"snapshot {from_id}/{rel}", f"{to_label}/{rel}"))
-    text = "".join(chunks)
+        per_file[rel] = list(difflib.unified_diff(old, new, f"snapshot {from_id}/{rel}", f"{to_label}/{rel}"))
+    text = "".join(line for rel in ([path] if path is not None else changed) for line in per_file[rel])
+    if not 0 <= offset <= len(text):
+        raise ToolError(f"offset {offset} is past the end of the diff ({len(text)} characters); give a next_offset a page returned.")
+    page, next_offset = paging.cut(text, offset)
+    call = f"diff(workspace, {from_id}, {to_id}" + (f", path={path!r}" if path is not None else "") + ", offset={offset})"
+    info = paging.page_info(text, offset, next_offset, call)
     return DiffResult(
         from_id=from_id,
         to_id=to_id,
         added=added,
         removed=removed,
         modified=modified,
-        diff=text[:MAX_DIFF_CHARS],
-        truncated=len(text) > MAX_DIFF_CHARS,
+        files={rel: sum(1 for line in lines[2:] if line[:1] in "+-") for rel, lines in per_file.items()},
+        diff=page,
+        offset=offset,
+        next_offset=next_offset,
+        total_chars=len(text),
+        truncated=next_offset is not None,
+        more=info.more,
     )
 
 

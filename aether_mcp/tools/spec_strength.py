@@ -32,6 +32,7 @@ from aether_mcp.judge.mutants import generate_mutants
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.input_json import session_naive, to_json_row
 from aether_mcp.nested_values import typed
+from aether_mcp import call_scope
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import parse_type
 from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace, new_run_id
@@ -112,8 +113,11 @@ class JustifyResult(BaseModel):
 def coverage_report(root: SandboxRoot, workers: WorkerPool, workspace: str) -> CoverageReport:
     started = time.monotonic()
     opened = Workspace.open_intact(root, workspace)
+    call_scope.report(0, 2, "delivering the cases to the original through Spark (the first call starts a Spark worker)")
     inputs = _captured_cases(opened, workers)
+    call_scope.report(1, 2, f"running the original on {len(inputs)} cases under coverage.py")
     result = _run_spec(opened, {"mode": "coverage", "inputs": inputs})
+    call_scope.report(2, 2, "done")
     lines = _source_lines(opened)
     justified = justifications(opened)
     uncovered = [
@@ -191,8 +195,10 @@ def _ranges(lines: list[int]) -> str:
 def mutation_score(root: SandboxRoot, workers: WorkerPool, workspace: str) -> MutationScore:
     started = time.monotonic()
     opened = Workspace.open_intact(root, workspace)
+    call_scope.report(0, 3, "delivering the cases to the original through Spark (the first call starts a Spark worker)")
     inputs = _captured_cases(opened, workers)
     mutants = generate_mutants(opened.verified_original())
+    call_scope.report(1, 3, f"running {len(inputs)} cases against each of {len(mutants)} mutants")
     result = _run_spec(opened, {"mode": "mutation", "inputs": inputs, "mutants": [{"id": m.mutant_id, "source": m.source} for m in mutants]})
     verdicts = {v["id"]: v for v in result["verdicts"]}
     by_id = {m.mutant_id: m for m in mutants}
@@ -200,6 +206,7 @@ def mutation_score(root: SandboxRoot, workers: WorkerPool, workspace: str) -> Mu
     killed = [m for m in mutants if verdicts[m.mutant_id]["killed"]]
     surviving = [m for m in mutants if verdicts[m.mutant_id]["killed"] is False]
     probes = _probe_rows(opened)
+    call_scope.report(2, 3, f"looking for rows that tell {len(surviving)} surviving mutants apart")
     differences = _run_spec(opened, {"mode": "distinguish", "probes": probes, "mutants": [{"id": m.mutant_id, "source": m.source} for m in surviving]})["first_difference"] if surviving else {}
     justified = justifications(opened)
     survivors = [
@@ -232,6 +239,7 @@ def mutation_score(root: SandboxRoot, workers: WorkerPool, workspace: str) -> Mu
     stored = report.model_dump()
     stored["distinguishing_rows"] = {mid: value_codec.encode(probes[index]) for mid, index in differences.items() if index is not None and mid in by_id}
     _record(opened, "mutation", stored)
+    call_scope.report(3, 3, "done")
     return report
 
 
@@ -384,6 +392,8 @@ def _run_spec(workspace: Workspace, job: dict[str, Any]) -> dict[str, Any]:
     env = {"TZ": workspace.config.spark.conf.get("spark.sql.session.timeZone", "UTC"), "PYTHONHASHSEED": "0"}
     outcome = subprocess_runner.run(argv, cwd=run_dir, log_path=run_dir / "runner.log", timeout_s=RUNNER_TIMEOUT_S, env_extra=env)
     result_path = run_dir / "result.json"
+    if outcome.cancelled:
+        raise ToolError(f"the {job['mode']} run of the original was cancelled and its process stopped; call the tool again to measure.")
     if outcome.timed_out or outcome.returncode != 0 or not result_path.exists():
         reason = f"timed out after {RUNNER_TIMEOUT_S}s" if outcome.timed_out else f"exited with code {outcome.returncode}"
         raise ToolError(f"the {job['mode']} run of the original {reason} (log: {outcome.log_path}); last output: {outcome.tail[-600:]!r}")

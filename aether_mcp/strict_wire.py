@@ -1,0 +1,149 @@
+"""What the server publishes and how it answers, tightened for MCP hosts.
+
+- Arguments: an unknown argument is refused (`additionalProperties: false` in the schema and
+  `extra="forbid"` in the model that validates calls), so a misspelt option never passes silently.
+- Schemas: pydantic's generated `title` keys repeat each property's name; they are dropped. Result
+  schemas (each tool's structured result, with every field described) are served as the resource
+  aether://schemas/{tool} instead of in `tools/list`, which keeps the list an agent loads before
+  its first call under 40 KB; results are still checked against them before they leave.
+- Results: the text mirror of a structured result is compact JSON, not indented.
+- Protocol errors: an unknown tool, or a prompt called without a required argument, is a JSON-RPC
+  error with code -32602 (invalid params), without a traceback on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, GetPromptRequestParams, ListToolsResult, PaginatedRequestParams, TextContent
+from pydantic import ConfigDict, ValidationError
+
+
+def compact_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def compact_schema(schema: Any) -> Any:
+    """The schema without pydantic's generated `title` keys (a property that is named `title` is kept)."""
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kept = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            kept[key] = {name: compact_schema(sub) for name, sub in value.items()}
+        else:
+            kept[key] = compact_schema(value)
+    return kept
+
+
+def _optional(schema: dict[str, Any]) -> dict[str, Any]:
+    """An optional argument whose default is null, published as its non-null type: leaving it out means the default.
+
+    `{"anyOf": [{"type": "string"}, {"type": "null"}], "default": null}` becomes `{"type": "string"}`; a single
+    `type` per property is what hosts that map schemas onto narrower dialects accept, and the tool still takes an
+    explicit null.
+    """
+    options = schema.get("anyOf")
+    if schema.get("default", 0) is not None or not isinstance(options, list) or len(options) != 2 or {"type": "null"} not in options:
+        return schema
+    other = options[0] if options[1] == {"type": "null"} else options[1]
+    merged = {key: value for key, value in schema.items() if key not in ("anyOf", "default")}
+    return {**other, **merged}
+
+
+def _published_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    properties = {name: _optional(sub) for name, sub in schema.get("properties", {}).items()}
+    return {**schema, "properties": properties, "additionalProperties": False}
+
+
+class _CompactResults(FuncMetadata):
+    def convert_result(self, result: Any) -> Any:
+        converted = super().convert_result(result)
+        if isinstance(converted, CallToolResult) and converted.structured_content is not None and not converted.is_error:
+            converted.content = [TextContent(type="text", text=compact_json(converted.structured_content))]
+        return converted
+
+
+def _refusing_extras(model: type) -> type:
+    return type(model.__name__, (model,), {"model_config": ConfigDict(**{**model.model_config, "extra": "forbid"}), "__module__": model.__module__})
+
+
+def argument_errors(tool: Any, error: ValidationError) -> str:
+    """One line per wrong argument, naming it, what was wrong and what was given; then what the tool takes."""
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "(arguments)"
+        if item["type"] == "extra_forbidden":
+            problems.append(f"{where}: unknown argument")
+        elif item["type"] == "missing":
+            problems.append(f"{where}: required")
+        else:
+            given = json.dumps(item.get("input"), default=str)
+            problems.append(f"{where}: {item['msg']} (given {given[:80]})")
+    properties = tool.parameters.get("properties", {})
+    required = set(tool.parameters.get("required", []))
+    takes = ", ".join(name if name in required else f"{name}?" for name in properties)
+    return f"{tool.name} refused its arguments: {'; '.join(problems)}. It takes: {takes} (? optional; types and ranges in its inputSchema)."
+
+
+def result_schema(server: MCPServer, name: str) -> dict[str, Any] | None:
+    """The JSON schema of tool `name`'s structured result, or None for an unknown tool."""
+    tool = server._tool_manager.get_tool(name)
+    return None if tool is None else tool.fn_metadata.output_schema
+
+
+def tighten(server: MCPServer) -> None:
+    """Apply the rules above to every tool and prompt registered on `server` so far."""
+    for tool in server._tool_manager.list_tools():
+        metadata = tool.fn_metadata
+        tool.fn_metadata = _CompactResults(
+            arg_model=_refusing_extras(metadata.arg_model),
+            output_schema=compact_schema(metadata.output_schema) if metadata.output_schema is not None else None,
+            output_model=metadata.output_model,
+            wrap_output=metadata.wrap_output,
+        )
+        tool.parameters = _published_arguments(compact_schema(tool.parameters))
+        tool.__dict__.pop("output_schema", None)  # a cached copy of the old schema
+    lowlevel = server._lowlevel_server
+    call_tool = server._handle_call_tool
+    get_prompt = server._handle_get_prompt
+
+    async def checked_call_tool(ctx: Any, params: CallToolRequestParams) -> Any:
+        if server._tool_manager.get_tool(params.name) is None:
+            names = ", ".join(tool.name for tool in server._tool_manager.list_tools())
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool {params.name!r}. The tools are: {names}.")
+        tool = server._tool_manager.get_tool(params.name)
+        try:
+            tool.fn_metadata.validate_arguments(params.arguments or {})
+        except ValidationError as exc:  # the caller's mistake: a tool error it can read and correct
+            return CallToolResult(content=[TextContent(type="text", text=argument_errors(tool, exc))], is_error=True)
+        return await call_tool(ctx, params)
+
+    async def checked_get_prompt(ctx: Any, params: GetPromptRequestParams) -> Any:
+        prompt = server._prompt_manager.get_prompt(params.name)
+        if prompt is None:
+            names = ", ".join(p.name for p in server._prompt_manager.list_prompts())
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt {params.name!r}. The prompts are: {names}.")
+        given = params.arguments or {}
+        missing = [argument.name for argument in prompt.arguments or [] if argument.required and argument.name not in given]
+        unknown = sorted(set(given) - {argument.name for argument in prompt.arguments or []})
+        if missing or unknown:
+            expected = ", ".join(f"{a.name}{'' if a.required else ' (optional)'}" for a in prompt.arguments or [])
+            said = "; ".join(part for part in (f"missing {', '.join(missing)}" if missing else "", f"unknown {', '.join(unknown)}" if unknown else "") if part)
+            raise MCPError(code=INVALID_PARAMS, message=f"Prompt {params.name!r}: {said}. It takes: {expected}.")
+        return await get_prompt(ctx, params)
+
+    async def listed_tools(ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
+        return ListToolsResult(tools=[tool.model_copy(update={"output_schema": None}) for tool in await server.list_tools()])
+
+    lowlevel.add_request_handler("tools/list", PaginatedRequestParams, listed_tools)
+    lowlevel.add_request_handler("tools/call", CallToolRequestParams, checked_call_tool)
+    lowlevel.add_request_handler("prompts/get", GetPromptRequestParams, checked_get_prompt)

@@ -1,0 +1,258 @@
+"""What an MCP host meets: results it can hold, arguments checked against the schema, the protocol's
+error codes, a root it must be given, and long work it can start, poll and stop."""
+
+import json
+import os
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from aether_mcp.paging import PAGE_CHARS
+from aether_mcp.server import build_server
+from conftest import SHIPPING_CASES
+
+pytestmark = pytest.mark.anyio
+CONSOLE_SCRIPT = Path(sys.executable).parent / "aether-mcp"
+HEAVY = ("pyspark", "pandas", "numpy", "pyarrow", "matplotlib")
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+async def client(root, workers):
+    async with Client(build_server(str(root.path), workers=workers, warm_start=False)) as connected:
+        yield connected
+
+
+async def ok(client, tool, /, **arguments):
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def refused(client, tool, /, **arguments) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error and result.structured_content is None
+    return result.content[0].text
+
+
+async def test_a_megabyte_file_comes_back_whole_through_pages(client, workspace):
+    text = "".join(f"line {i}: {'x' * (i % 97)}\n" for i in range(1, 20_001))
+    assert len(text.encode()) > 1_000_000
+    (Path(workspace) / "tests" / "big.txt").write_text(text, encoding="utf-8")
+    pages, offset = [], 0
+    while offset is not None:
+        result = await client.call_tool("read_file", {"workspace": workspace, "path": "tests/big.txt", "offset": offset})
+        page = result.structured_content
+        assert len(page["content"]) <= PAGE_CHARS and page["content"].endswith("\n")  # whole lines only
+        assert json.loads(result.content[0].text) == page and "\n  " not in result.content[0].text  # the mirror is compact JSON
+        assert page["first_line"] == text.count("\n", 0, offset) + 1
+        if page["next_offset"] is not None:
+            assert page["truncated"] and f"offset={page['next_offset']})" in page["more"]
+        else:
+            assert not page["truncated"] and page["more"] is None and page["last_line"] == page["total_lines"] == 20_000
+        pages.append(page["content"])
+        offset = page["next_offset"]
+    assert "".join(pages) == text and len(pages) > 1_000_000 // PAGE_CHARS
+    at = await ok(client, "read_file", workspace=workspace, path="tests/big.txt", start_line=12_345)
+    assert at["first_line"] == 12_345 and at["content"].startswith("line 12345: ")
+    assert "past the end" in await refused(client, "read_file", workspace=workspace, path="tests/big.txt", start_line=20_001)
+    assert "past the end" in await refused(client, "read_file", workspace=workspace, path="tests/big.txt", offset=len(text) + 1)
+
+
+async def test_a_large_diff_comes_back_whole_through_pages_and_by_file(client, workspace):
+    taken = await ok(client, "snapshot", workspace=workspace, label="before")
+    for index in range(3):
+        body = "".join(f"VALUE_{index}_{line} = {line * index}\n" for line in range(4_000))
+        await ok(client, "write_file", workspace=workspace, path=f"candidate/big_{index}.py", content=body)
+
+    async def whole(**extra) -> tuple[str, dict]:
+        parts, offset, first = [], 0, None
+        while offset is not None:
+            page = await ok(client, "diff", workspace=workspace, from_id=taken["snapshot_id"], offset=offset, **extra)
+            first = first or page
+            assert len(page["diff"]) <= PAGE_CHARS and page["total_chars"] == first["total_chars"]
+            parts.append(page["diff"])
+            offset = page["next_offset"]
+        return "".join(parts), first
+
+    everything, first = await whole()
+    assert len(everything) == first["total_chars"] > 3 * PAGE_CHARS and first["more"].startswith(f"{first['total_chars'] - first['next_offset']:,} more characters")
+    assert first["files"] == {f"candidate/big_{index}.py": 4_000 for index in range(3)}
+    by_file = [(await whole(path=f"candidate/big_{index}.py"))[0] for index in range(3)]
+    assert "".join(by_file) == everything  # the files' diffs, in order, are the whole diff
+    assert "did not change" in await refused(client, "diff", workspace=workspace, from_id=taken["snapshot_id"], path="tests/cases.py")
+
+
+async def test_unknown_arguments_and_values_outside_the_schema_are_refused_by_name(client, workspace):
+    text = await refused(client, "read_file", workspace=workspace, path="aether.toml", bogus=1)
+    assert text.startswith("read_file refused its arguments: bogus: unknown argument.") and "It takes: workspace, path, offset?, start_line?" in text
+    text = await refused(client, "byte_compare", workspace=workspace, candidate="fee", hidden_rows=-5, backend="tpu")
+    assert "hidden_rows: Input should be greater than or equal to 0 (given -5)" in text and "backend: Input should be 'auto', 'cpu' or 'gpu'" in text
+    assert "workspace: required" in await refused(client, "list_snapshots")
+    listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    rows = listed["run_benchmark"].input_schema["properties"]["rows"]
+    assert (rows["minimum"], rows["maximum"]) == (1, 50_000_000)
+    assert all(tool.input_schema["additionalProperties"] is False for tool in listed.values())
+    assert (await ok(client, "read_file", workspace=workspace, path="aether.toml"))["path"] == "aether.toml"  # still serving
+
+
+async def test_an_unknown_tool_or_a_prompt_without_its_arguments_is_invalid_params(client):
+    with pytest.raises(MCPError) as unknown:
+        await client.call_tool("no_such_tool", {})
+    assert unknown.value.code == -32602 and "Unknown tool 'no_such_tool'. The tools are: init_workspace" in str(unknown.value)
+    with pytest.raises(MCPError) as missing:
+        await client.get_prompt("benchmark", {"workspace": "ws"})
+    assert missing.value.code == -32602 and "missing candidate" in str(missing.value)
+    with pytest.raises(MCPError) as unknown_prompt:
+        await client.get_prompt("no_such_prompt", {})
+    assert unknown_prompt.value.code == -32602
+    assert (await client.get_prompt("benchmark", {"workspace": "ws", "candidate": "fee"})).messages  # and the server goes on
+
+
+def _serve(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "aether_mcp", "serve", *args], capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+
+
+def test_the_server_starts_only_with_an_explicit_root_that_is_not_slash_or_home(tmp_path):
+    env = {key: value for key, value in os.environ.items() if key != "AETHER_MCP_ROOT"}
+    no_root = _serve(env=env)
+    assert no_root.returncode == 2 and "no root: pass --root <folder> (or set AETHER_MCP_ROOT)" in no_root.stderr
+    slash = _serve("--root", "/", env=env)
+    assert slash.returncode == 2 and "is the filesystem root" in slash.stderr
+    home = tmp_path / "home"
+    home.mkdir()
+    at_home = _serve("--root", str(home), env={**env, "HOME": str(home)})
+    assert at_home.returncode == 2 and "is your home folder; give the project folder inside it" in at_home.stderr
+    with pytest.raises(ValueError, match="filesystem root"):
+        build_server("/", warm_start=False)
+
+
+def _imported_modules(importtime_log: Path) -> set[str]:
+    """Top-level names of the modules a `python -X importtime` process has imported so far."""
+    names = set()
+    for line in importtime_log.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("import time:") and "|" in line:
+            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
+    return names
+
+
+@pytest.mark.slow
+async def test_tools_list_is_answered_before_spark_pandas_or_matplotlib_are_imported(root):
+    log = root.path / "importtime.log"
+    command = f"exec {sys.executable} -X importtime -m aether_mcp serve 2>{log}"
+    params = StdioServerParameters(command="/bin/sh", args=["-c", command], env={**os.environ, "AETHER_MCP_ROOT": str(root.path)})
+    async with Client(params) as client:
+        tools = (await client.list_tools()).tools
+        assert tools[0].name == "init_workspace"
+        imported = _imported_modules(log)
+        assert "mcp" in imported and not imported & set(HEAVY), sorted(imported & set(HEAVY))
+        # the first tool that needs them imports them then
+        created = await client.call_tool("init_workspace", {"source": "jobs/shipping.py", "udf": "shipping_fee"})
+        assert not created.is_error, created.content[0].text
+        assert "pyspark" in _imported_modules(log)
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes() or os.readlink(entry / "cwd").startswith(text):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+async def _new_workspace(client) -> str:
+    created = await ok(client, "init_workspace", source="jobs/shipping.py", udf="shipping_fee")
+    await ok(client, "write_file", workspace=created["workspace"], path="tests/cases.py", content=SHIPPING_CASES)
+    return created["workspace"]
+
+
+@pytest.mark.slow
+async def test_a_background_run_is_started_polled_and_cancelled_and_the_next_call_works(client):
+    ws = await _new_workspace(client)
+    started = await ok(client, "start_run", tool="run_tests", arguments={"workspace": ws, "target": "original"})
+    assert started["status"] == "running" and started["next"] == f"run_status({started['run_id']!r}, wait_s=30)"
+    status = await ok(client, "run_status", run_id=started["run_id"], wait_s=60)
+    while status["status"] == "running":
+        status = await ok(client, "run_status", run_id=started["run_id"], wait_s=60)
+    direct = await ok(client, "run_tests", workspace=ws, target="original")
+    assert status["status"] == "succeeded" and status["result"]["passed"] == direct["passed"] == 5 and status["progress"]["total"]
+
+    await ok(client, "write_file", workspace=ws, path="tests/test_hang.py", content="import time\n\ndef test_hang():\n    time.sleep(600)\n")
+    hanging = await ok(client, "start_run", tool="run_tests", arguments={"workspace": ws, "target": "original"})
+    with anyio.fail_after(60):
+        while not _processes_mentioning(ws):
+            await anyio.sleep(0.2)
+    assert (await ok(client, "run_status", run_id=hanging["run_id"]))["status"] == "running"
+    cancelled = await ok(client, "cancel_run", run_id=hanging["run_id"])
+    assert cancelled["status"] == "cancelled" and cancelled["result"] is None
+    with anyio.fail_after(30):
+        while _processes_mentioning(ws):
+            await anyio.sleep(0.5)
+    await ok(client, "write_file", workspace=ws, path="tests/test_hang.py", content="def test_quick():\n    assert True\n")
+    assert (await ok(client, "run_tests", workspace=ws, target="original"))["passed"] == 6
+
+    assert "start_run takes one of" in await refused(client, "start_run", tool="write_file", arguments={})
+    assert "run_tests refused its arguments: target: required" in await refused(client, "start_run", tool="run_tests", arguments={"workspace": ws})
+    assert "no run 'run-nope'" in await refused(client, "run_status", run_id="run-nope")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tool", ["coverage_report", "mutation_score"])
+async def test_a_spec_tool_reports_progress_and_cancelling_it_ends_its_processes(client, tool):
+    ws = await _new_workspace(client)
+    counts = []
+
+    async def on_progress(progress, total, message):
+        counts.append((progress, total, message))
+
+    first = await client.call_tool(tool, {"workspace": ws}, progress_callback=on_progress)
+    assert not first.is_error, first.content[0].text
+    assert counts[0][2].startswith("delivering the cases") and counts[-1][:2] == (counts[-1][1], counts[-1][1])
+    assert all(later[0] > earlier[0] for earlier, later in zip(counts, counts[1:]))
+    reached = anyio.Event()
+
+    async def cancel_when_running(progress, total, message):
+        if message.startswith("running "):
+            reached.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(partial(client.call_tool, tool, {"workspace": ws}, progress_callback=cancel_when_running))
+        with anyio.fail_after(120):
+            await reached.wait()
+        group.cancel_scope.cancel()
+    with anyio.fail_after(30):
+        while _processes_mentioning(ws):
+            await anyio.sleep(0.5)
+    assert (await ok(client, tool, workspace=ws))["workspace"] == ws
+
+
+def test_progress_over_stages_that_each_count_from_zero_only_rises():
+    from aether_mcp.progress_report import Monotonic, Stages
+
+    sent = []
+    guard = Monotonic(lambda done, total, message: sent.append((done, total, message)))
+    for done, total in [(0, 5), (5, 5), (0, None), (3, 16), (2, 16), (16, 16)]:
+        guard(done, total, "step")
+    assert all(later[0] > earlier[0] for earlier, later in zip(sent, sent[1:]))
+    assert all(total is None or total >= done for done, total, _ in sent) and sent[-1][1] == 16
+    staged = []
+    stages = Stages(lambda done, total, message: staged.append((done, total)), {"gate": 10, "rounds": 90})
+    stages.stage("gate")(2, 2, "gate done")
+    stages.stage("rounds")(0, None, "starting")
+    stages.stage("rounds")(45, 90, "half way")
+    stages.done()
+    assert staged == [(10.0, 100.0), (10.0, 100.0), (55.0, 100.0), (100.0, 100.0)]
