@@ -535,7 +535,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         workspace: WorkspaceArg,
         candidate: CandidateArg,
         ctx: Context,
-        rows: Annotated[int, Field(ge=1, le=50_000_000, description="rows of generated data")] = 1_000_000,
+        rows: Annotated[int, Field(ge=1, le=50_000_000, description="rows of generated data")] = benchmarking.DEFAULT_ROWS,
         repeats: Annotated[int, Field(ge=1, le=50, description="recorded runs per mode")] = 5,
         warmup: Annotated[int, Field(ge=0, le=10, description="unrecorded rounds first")] = 1,
         modes: Annotated[list[Literal["floor", "original", "original_arrow", "candidate"]] | None, Field(description="default all")] = None,
@@ -543,7 +543,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
         backend: BackendArg = None,
         precision: Annotated[float, Field(gt=0, le=1, description="target half-width of the speedup's 95% interval, as a share of the speedup")] = benchmarking.DEFAULT_PRECISION,
-        time_budget_s: Annotated[float | None, Field(ge=0, le=3600, description="most seconds of extra rounds; default as long again as the first rounds took, at most 300")] = None,
+        time_budget_s: Annotated[float | None, Field(ge=0, le=3600, description="most seconds of extra rounds; default as long again as the first rounds took, at most 60")] = None,
     ) -> benchmarking.RunBenchmarkResult:
         return await _in_thread(
             ctx, partial(benchmarking.run_benchmark, sandbox, pool, workspace, candidate, rows, repeats, warmup, modes, master, spec, backend=backend, precision=precision, time_budget_s=time_budget_s)
@@ -567,7 +567,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         candidate: CandidateArg,
         ctx: Context,
         sizes: Annotated[list[Annotated[int, Field(ge=1, le=10_000_000)]] | None, Field(min_length=1, max_length=12, description="batch sizes to try")] = None,
-        rows: Annotated[int, Field(ge=1, le=50_000_000, description="rows of generated data")] = 1_000_000,
+        rows: Annotated[int, Field(ge=1, le=50_000_000, description="rows of generated data")] = benchmarking.DEFAULT_ROWS,
         repeats: Annotated[int, Field(ge=1, le=50, description="recorded runs per size")] = 3,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
     ) -> benchmarking.TuneArrowBatchResult:
@@ -642,7 +642,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         label: Annotated[str, Field(description="what this attempt changes, e.g. 'tier lookup as one map'")],
         ctx: Context,
         min_gain: Annotated[float, Field(ge=0, le=1, description="required gain over the best at the low end of the 95% interval")] = 0.03,
-        rows: Annotated[int, Field(ge=1, le=50_000_000, description="rows of generated data for the timed run")] = 1_000_000,
+        rows: Annotated[int, Field(ge=1, le=50_000_000, description="rows of generated data for the timed run")] = benchmarking.DEFAULT_ROWS,
         repeats: Annotated[int, Field(ge=1, le=50, description="recorded rounds of best vs candidate")] = 7,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
         hidden_rows: Annotated[int, Field(ge=1000, le=200_000, description="hidden rows for the audit's fresh comparison")] = 20_000,

@@ -256,3 +256,23 @@ def test_progress_over_stages_that_each_count_from_zero_only_rises():
     stages.stage("rounds")(45, 90, "half way")
     stages.done()
     assert staged == [(10.0, 100.0), (10.0, 100.0), (55.0, 100.0), (100.0, 100.0)]
+
+
+def test_the_registry_entry_matches_the_package_and_the_readme():
+    import tomllib
+
+    import aether_mcp
+
+    repo = Path(__file__).resolve().parents[1]
+    entry = json.loads((repo / "server.json").read_text())
+    project = tomllib.loads((repo / "pyproject.toml").read_text())["project"]
+    assert entry["version"] == project["version"] == aether_mcp.__version__ == entry["packages"][0]["version"]
+    assert entry["packages"][0]["identifier"] == project["name"] and len(entry["description"]) <= 100
+    readme = (repo / "README.md").read_text()
+    assert f"mcp-name: {entry['name']}" in readme
+    arguments = entry["packages"][0]["packageArguments"]
+    assert arguments[0]["value"] == "serve" and arguments[1]["name"] == "--root" and arguments[1]["isRequired"]
+    # every variable listed is one the server reads and the README's table explains
+    source = "\n".join(path.read_text() for path in (repo / "aether_mcp").rglob("*.py"))
+    for variable in entry["packages"][0]["environmentVariables"]:
+        assert f'"{variable["name"]}"' in source and f"| `{variable['name']}` |" in readme, variable["name"]

@@ -53,7 +53,9 @@ MICRO_ROWS = 100_000
 MICRO_SQL_ROWS = 200_000
 DEFAULT_PRECISION = 0.10
 MAX_EXTRA_BUDGET_S = 3_600
-AUTO_BUDGET_CAP_S = 300.0
+AUTO_BUDGET_CAP_S = 60.0
+# A call with the default rows stays under about 2 minutes on 2 cores; more rows (or start_run) for larger jobs.
+DEFAULT_ROWS = 200_000
 MAX_ROUNDS = 50  # run_benchmark adds rounds until the interval is within +/- this of the speedup
 
 class ModeResult(BaseModel):
@@ -112,7 +114,7 @@ def run_benchmark(
     workers: WorkerPool,
     workspace: str,
     candidate: str,
-    rows: int = 1_000_000,
+    rows: int = DEFAULT_ROWS,
     repeats: int = 5,
     warmup: int = 1,
     modes: list[str] | None = None,
@@ -127,7 +129,7 @@ def run_benchmark(
 ) -> RunBenchmarkResult:
     """Times the modes in one Spark application, rounds interleaved. After `repeats` rounds it adds rounds while the
     speedup's 95% interval is wider than +/- `precision` of the speedup, for at most `time_budget_s` more seconds
-    (default: as long again as the first rounds took, at most 300 s; 0: no extra rounds) and 50 rounds in all."""
+    (default: as long again as the first rounds took, at most 60 s; 0: no extra rounds) and 50 rounds in all."""
     started = time.monotonic()
     opened, name, _kind, resolved = _benchmarkable(root, workspace, candidate, master, backend)
     chosen = _checked(modes, rows, repeats, warmup, timeout_s)
@@ -482,7 +484,7 @@ def tune_arrow_batch(
     workspace: str,
     candidate: str,
     sizes: list[int] | None = None,
-    rows: int = 1_000_000,
+    rows: int = DEFAULT_ROWS,
     repeats: int = 3,
     master: str | None = None,
     spec: dict[str, Any] | None = None,

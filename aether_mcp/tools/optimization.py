@@ -27,7 +27,7 @@ from aether_mcp import bench_data, candidate_results, snapshot_store
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.test_freeze import freeze_record
-from aether_mcp.tools.benchmarking import DEFAULT_PRECISION, _benchmarkable, _checked, _output_mismatch, _run_application, bootstrap_paired_ci, paired_speedup, precision_request
+from aether_mcp.tools.benchmarking import DEFAULT_PRECISION, DEFAULT_ROWS, _benchmarkable, _checked, _output_mismatch, _run_application, bootstrap_paired_ci, paired_speedup, precision_request
 from aether_mcp.tools.cheat_audit import MAX_HIDDEN_ROWS, MIN_HIDDEN_ROWS, AuditCandidateResult, audit_candidate
 from aether_mcp.workspace import CANDIDATE_DIR, Workspace
 
@@ -70,7 +70,7 @@ def try_optimization(
     candidate: str,
     label: str,
     min_gain: float = 0.03,
-    rows: int = 1_000_000,
+    rows: int = DEFAULT_ROWS,
     repeats: int = 7,
     spec: dict[str, Any] | None = None,
     hidden_rows: int = 20_000,
