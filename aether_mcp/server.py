@@ -212,11 +212,15 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         description=(
             "Read-only; confined to the workspace; symlinks are listed, never followed; .aether/ is server "
             "state (only .aether/runs/ and .aether/report/ can be listed). Lists files and folders under `path` (default: the whole "
-            "workspace), each marked protected or not."
+            "workspace), each marked protected or not, 300 to a page with `next_offset` while more follow."
         ),
     )
-    def list_files(workspace: WorkspaceArg, path: Annotated[str, Field(description="folder inside the workspace")] = ".") -> files.ListFilesResult:
-        return files.list_files(sandbox, workspace, path)
+    def list_files(
+        workspace: WorkspaceArg,
+        path: Annotated[str, Field(description="folder inside the workspace")] = ".",
+        offset: Annotated[int, Field(ge=0, description="entry to start at: a page's next_offset")] = 0,
+    ) -> files.ListFilesResult:
+        return files.list_files(sandbox, workspace, path, offset)
 
     @server.tool(
         name="read_file",

@@ -94,10 +94,29 @@ def argument_errors(tool: Any, error: ValidationError) -> str:
     return f"{tool.name} refused its arguments: {'; '.join(problems)}. It takes: {takes} (? optional; types and ranges in its inputSchema)."
 
 
+# Result fields that differ between two identical calls: how long it took, and which run it was.
+# The result schemas mark them ("x-varies"), so a client comparing two results knows what to ignore.
+VARYING_FIELDS = {"duration_s": "timing", "elapsed_s": "timing", "run_id": "run", "log_path": "run", "report_path": "run"}
+
+
+def _mark_varying(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_mark_varying(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    marked = {}
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            marked[key] = {name: ({**_mark_varying(sub), "x-varies": VARYING_FIELDS[name]} if name in VARYING_FIELDS else _mark_varying(sub)) for name, sub in value.items()}
+        else:
+            marked[key] = _mark_varying(value)
+    return marked
+
+
 def result_schema(server: MCPServer, name: str) -> dict[str, Any] | None:
-    """The JSON schema of tool `name`'s structured result, or None for an unknown tool."""
+    """The JSON schema of tool `name`'s structured result (fields that vary between identical calls marked `x-varies`), or None."""
     tool = server._tool_manager.get_tool(name)
-    return None if tool is None else tool.fn_metadata.output_schema
+    return None if tool is None else _mark_varying(tool.fn_metadata.output_schema)
 
 
 def tighten(server: MCPServer) -> None:

@@ -93,6 +93,20 @@ async def test_a_large_diff_comes_back_whole_through_pages_and_by_file(client, w
     assert "did not change" in await refused(client, "diff", workspace=workspace, from_id=taken["snapshot_id"], path="tests/cases.py")
 
 
+async def test_a_long_file_list_comes_in_pages_that_together_list_everything(client, workspace):
+    for index in range(700):
+        (Path(workspace) / "tests" / f"note_{index:03}.txt").write_text("x", encoding="utf-8")
+    seen, offset = [], 0
+    while offset is not None:
+        page = await ok(client, "list_files", workspace=workspace, path="tests", offset=offset)
+        assert len(page["entries"]) <= 300 and page["total"] >= 700
+        seen += [entry["path"] for entry in page["entries"]]
+        assert (page["more"] is None) == (page["next_offset"] is None)
+        offset = page["next_offset"]
+    assert seen == sorted(seen) and len(seen) == len(set(seen)) == page["total"]
+    assert {f"tests/note_{index:03}.txt" for index in range(700)} <= set(seen)
+
+
 async def test_unknown_arguments_and_values_outside_the_schema_are_refused_by_name(client, workspace):
     text = await refused(client, "read_file", workspace=workspace, path="aether.toml", bogus=1)
     assert text.startswith("read_file refused its arguments: bogus: unknown argument.") and "It takes: workspace, path, offset?, start_line?" in text
@@ -276,3 +290,49 @@ def test_the_registry_entry_matches_the_package_and_the_readme():
     source = "\n".join(path.read_text() for path in (repo / "aether_mcp").rglob("*.py"))
     for variable in entry["packages"][0]["environmentVariables"]:
         assert f'"{variable["name"]}"' in source and f"| `{variable['name']}` |" in readme, variable["name"]
+
+
+def _varying(schema) -> set[str]:
+    """Names of the result fields a schema marks as differing between identical calls."""
+    found = set()
+    if isinstance(schema, dict):
+        for name, sub in schema.get("properties", {}).items():
+            if isinstance(sub, dict) and sub.get("x-varies") in ("timing", "run"):
+                found.add(name)
+        for value in schema.values():
+            found |= _varying(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            found |= _varying(value)
+    return found
+
+
+def _without(value, names: set[str]):
+    if isinstance(value, dict):
+        return {key: _without(sub, names) for key, sub in value.items() if key not in names}
+    if isinstance(value, list):
+        return [_without(item, names) for item in value]
+    return value
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_each_tool_called_twice_gives_the_same_result_but_for_fields_marked_as_varying_in_both_protocol_eras(root, workers, mode):
+    async with Client(build_server(str(root.path), workers=workers, warm_start=False), mode=mode) as client:
+        assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        ws = await _new_workspace(client)
+        await ok(client, "snapshot", workspace=ws, label="cases")
+        calls = {
+            "workspace_status": {}, "list_files": {}, "read_file": {"path": "tests/cases.py"}, "list_snapshots": {}, "diff": {"from_id": 0},
+            "run_tests": {"target": "original"}, "coverage_report": {}, "mutation_score": {}, "audit_tests": {}, "suggest_inputs": {}, "report": {},
+        }
+        for tool, arguments in calls.items():
+            schema = json.loads((await client.read_resource(f"aether://schemas/{tool}")).contents[0].text)
+            first = await ok(client, tool, workspace=ws, **arguments)
+            second = await ok(client, tool, workspace=ws, **arguments)
+            varying = _varying(schema)
+            assert _without(first, varying) == _without(second, varying), tool
+        assert {"duration_s", "run_id", "log_path"} <= _varying(json.loads((await client.read_resource("aether://schemas/run_tests")).contents[0].text))
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("no_such_tool", {})
+        assert unknown.value.code == -32602

@@ -19,7 +19,8 @@ from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.workspace import IGNORED_DIR_NAMES, STATE_DIR, Workspace
 
 MAX_WRITE_BYTES = 1024 * 1024
-MAX_LIST_ENTRIES = 2000
+MAX_LIST_ENTRIES = 50_000  # a walk stops counting here
+LIST_PAGE = 300  # entries per page: about 30 KB
 READABLE_STATE = ("runs", "report")
 
 
@@ -52,8 +53,12 @@ class ListEntry(BaseModel):
 
 class ListFilesResult(BaseModel):
     workspace: str
-    entries: list[ListEntry]
-    truncated: bool
+    entries: list[ListEntry] = Field(description="one page of the entries, sorted by path")
+    total: int = Field(description="entries under the path (counting stops at 50,000)")
+    offset: int
+    next_offset: int | None = Field(description="offset of the next page; null: this page ends the list")
+    truncated: bool = Field(description="more entries follow this page")
+    more: str | None = Field(description="how to list the rest; null when nothing is left")
 
 
 def read_file(root: SandboxRoot, workspace: str, path: str, offset: int = 0, start_line: int | None = None) -> ReadFileResult:
@@ -126,7 +131,8 @@ def write_file(root: SandboxRoot, workspace: str, path: str, content: str) -> Wr
     return WriteFileResult(path=relative.as_posix(), bytes_written=len(data), created=created)
 
 
-def list_files(root: SandboxRoot, workspace: str, path: str = ".") -> ListFilesResult:
+def list_files(root: SandboxRoot, workspace: str, path: str = ".", offset: int = 0) -> ListFilesResult:
+    """One page (LIST_PAGE entries) of what lies under `path`, from entry `offset` of the sorted list."""
     opened = Workspace.open_intact(root, workspace)
     start = opened.resolve(path, what="path")
     if not start.exists():
@@ -137,7 +143,7 @@ def list_files(root: SandboxRoot, workspace: str, path: str = ".") -> ListFilesR
     if start.is_file():
         relative = opened.relative(start)
         entry = ListEntry(path=relative.as_posix(), type="file", size=start.stat().st_size, protected=opened.protection_reason(relative) is not None)
-        return ListFilesResult(workspace=str(opened.path), entries=[entry], truncated=False)
+        return ListFilesResult(workspace=str(opened.path), entries=[entry], total=1, offset=0, next_offset=None, truncated=False, more=None)
     for directory, dirnames, filenames in os.walk(start, followlinks=False):
         here = Path(directory)
         rel_dir = opened.relative(here)
@@ -162,10 +168,19 @@ def list_files(root: SandboxRoot, workspace: str, path: str = ".") -> ListFilesR
             kind: Literal["file", "symlink"] = "symlink" if full.is_symlink() else "file"
             size = None if kind == "symlink" else full.stat().st_size
             entries.append(ListEntry(path=rel.as_posix(), type=kind, size=size, protected=opened.protection_reason(rel) is not None))
-        if len(entries) > MAX_LIST_ENTRIES:
+        if len(entries) >= MAX_LIST_ENTRIES:
             break
     entries.sort(key=lambda e: e.path)
-    return ListFilesResult(workspace=str(opened.path), entries=entries[:MAX_LIST_ENTRIES], truncated=len(entries) > MAX_LIST_ENTRIES)
+    if not 0 <= offset <= len(entries):
+        raise ToolError(f"offset {offset} is past the end of the list ({len(entries)} entries); give a next_offset a page returned.")
+    page = entries[offset : offset + LIST_PAGE]
+    next_offset = offset + LIST_PAGE if offset + LIST_PAGE < len(entries) else None
+    more = None
+    if next_offset is not None:
+        more = f"{len(entries) - next_offset} more entries; call list_files(workspace, {path!r}, offset={next_offset}) for the next page."
+    return ListFilesResult(
+        workspace=str(opened.path), entries=page, total=len(entries), offset=offset, next_offset=next_offset, truncated=next_offset is not None, more=more
+    )
 
 
 
