@@ -1,8 +1,9 @@
 """Modules imported on first use, so that the server answers `tools/list` before loading Spark.
 
 `T = lazy_module("pyspark.sql.types")` binds a stand-in; the first attribute read (`T.IntegerType`)
-imports the real module and every later read goes straight to it. Use it only for module-level
-imports whose names are read inside functions, never at import time.
+imports the real module, and every read is answered by the module as it is at that moment (no
+copy of its names that could go stale). Use it only for module-level imports whose names are read
+inside functions, never at import time.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ class _LazyModule(types.ModuleType):
         self.__dict__["_lazy_target"] = name
 
     def __getattr__(self, attribute: str) -> Any:
-        module = importlib.import_module(self.__dict__["_lazy_target"])
-        self.__dict__.update(module.__dict__)  # later reads no longer pass through here
+        module = self.__dict__.get("_lazy_module")
+        if module is None:
+            module = self.__dict__["_lazy_module"] = importlib.import_module(self.__dict__["_lazy_target"])
         return getattr(module, attribute)
 
     def __dir__(self) -> list[str]:

@@ -6,16 +6,7 @@ page starts where it stopped (`next_offset`), so reading page after page returns
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
 PAGE_CHARS = 40_000  # about 10k tokens: under the size at which MCP hosts warn about a tool result
-
-
-class Page(BaseModel):
-    offset: int = Field(description="character offset of this page in the whole text")
-    next_offset: int | None = Field(description="offset of the next page; null: this page ends the text")
-    total_chars: int
-    more: str | None = Field(description="how to read the rest; null when nothing is left")
 
 
 def cut(text: str, offset: int, limit: int = PAGE_CHARS) -> tuple[str, int | None]:
@@ -31,9 +22,9 @@ def cut(text: str, offset: int, limit: int = PAGE_CHARS) -> tuple[str, int | Non
     return text[offset:end], end
 
 
-def page_info(text: str, offset: int, next_offset: int | None, again: str) -> Page:
-    """`again` is the call to repeat, with `{offset}` where the next offset goes."""
-    more = None
-    if next_offset is not None:
-        more = f"{len(text) - next_offset:,} more characters; call {again.format(offset=next_offset)} for the next page."
-    return Page(offset=offset, next_offset=next_offset, total_chars=len(text), more=more)
+def more_line(left: int, unit: str, next_offset: int | None, again: str) -> str | None:
+    """What a result says while more follows: `left` more `unit`, and `again` (the call to repeat, with
+    `{offset}` where the next offset goes); None at the end."""
+    if next_offset is None:
+        return None
+    return f"{left:,} more {unit}; call {again.format(offset=next_offset)} for the next page."

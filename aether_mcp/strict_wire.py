@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
@@ -27,21 +27,29 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def compact_schema(schema: Any) -> Any:
-    """The schema without pydantic's generated `title` keys (a property that is named `title` is kept)."""
+def _rewrite(schema: Any, on_property: Callable[[str, dict[str, Any]], dict[str, Any]] = lambda name, sub: sub) -> Any:
+    """`schema` without pydantic's generated `title` keys (a property named `title` is kept), each
+    property's schema passed through `on_property(name, sub)` at every depth."""
     if isinstance(schema, list):
-        return [compact_schema(item) for item in schema]
+        return [_rewrite(item, on_property) for item in schema]
     if not isinstance(schema, dict):
         return schema
     kept = {}
     for key, value in schema.items():
         if key == "title" and isinstance(value, str):
             continue
-        if key in ("properties", "$defs") and isinstance(value, dict):
-            kept[key] = {name: compact_schema(sub) for name, sub in value.items()}
+        if key == "properties" and isinstance(value, dict):
+            kept[key] = {name: on_property(name, _rewrite(sub, on_property)) for name, sub in value.items()}
+        elif key == "$defs" and isinstance(value, dict):
+            kept[key] = {name: _rewrite(sub, on_property) for name, sub in value.items()}
         else:
-            kept[key] = compact_schema(value)
+            kept[key] = _rewrite(value, on_property)
     return kept
+
+
+def compact_schema(schema: Any) -> Any:
+    """The schema without pydantic's generated `title` keys."""
+    return _rewrite(schema)
 
 
 def _optional(schema: dict[str, Any]) -> dict[str, Any]:
@@ -99,24 +107,14 @@ def argument_errors(tool: Any, error: ValidationError) -> str:
 VARYING_FIELDS = {"duration_s": "timing", "elapsed_s": "timing", "run_id": "run", "log_path": "run", "report_path": "run"}
 
 
-def _mark_varying(schema: Any) -> Any:
-    if isinstance(schema, list):
-        return [_mark_varying(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    marked = {}
-    for key, value in schema.items():
-        if key == "properties" and isinstance(value, dict):
-            marked[key] = {name: ({**_mark_varying(sub), "x-varies": VARYING_FIELDS[name]} if name in VARYING_FIELDS else _mark_varying(sub)) for name, sub in value.items()}
-        else:
-            marked[key] = _mark_varying(value)
-    return marked
+def _mark_varying(name: str, sub: dict[str, Any]) -> dict[str, Any]:
+    return {**sub, "x-varies": VARYING_FIELDS[name]} if name in VARYING_FIELDS and isinstance(sub, dict) else sub
 
 
 def result_schema(server: MCPServer, name: str) -> dict[str, Any] | None:
     """The JSON schema of tool `name`'s structured result (fields that vary between identical calls marked `x-varies`), or None."""
     tool = server._tool_manager.get_tool(name)
-    return None if tool is None else _mark_varying(tool.fn_metadata.output_schema)
+    return None if tool is None else _rewrite(tool.fn_metadata.output_schema, _mark_varying)
 
 
 def tighten(server: MCPServer) -> None:

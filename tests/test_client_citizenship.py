@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-from functools import partial
 from pathlib import Path
 
 import anyio
@@ -226,32 +225,78 @@ async def test_a_background_run_is_started_polled_and_cancelled_and_the_next_cal
 
 @pytest.mark.slow
 @pytest.mark.parametrize("tool", ["coverage_report", "mutation_score"])
-async def test_a_spec_tool_reports_progress_and_cancelling_it_ends_its_processes(client, tool):
+async def test_a_spec_tool_reports_rising_progress_through_the_protocol(client, tool):
     ws = await _new_workspace(client)
     counts = []
 
     async def on_progress(progress, total, message):
         counts.append((progress, total, message))
 
-    first = await client.call_tool(tool, {"workspace": ws}, progress_callback=on_progress)
-    assert not first.is_error, first.content[0].text
-    assert counts[0][2].startswith("delivering the cases") and counts[-1][:2] == (counts[-1][1], counts[-1][1])
-    assert all(later[0] > earlier[0] for earlier, later in zip(counts, counts[1:]))
-    reached = anyio.Event()
+    result = await client.call_tool(tool, {"workspace": ws}, progress_callback=on_progress)
+    assert not result.is_error, result.content[0].text
+    assert counts[0][2].startswith("delivering the cases") and any(m.startswith("running ") for _, _, m in counts)
+    assert all(later[0] > earlier[0] for earlier, later in zip(counts, counts[1:])) and counts[-1][0] == counts[-1][1]
 
-    async def cancel_when_running(progress, total, message):
-        if message.startswith("running "):
-            reached.set()
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(partial(client.call_tool, tool, {"workspace": ws}, progress_callback=cancel_when_running))
-        with anyio.fail_after(120):
-            await reached.wait()
-        group.cancel_scope.cancel()
-    with anyio.fail_after(30):
-        while _processes_mentioning(ws):
-            await anyio.sleep(0.5)
-    assert (await ok(client, tool, workspace=ws))["workspace"] == ws
+@pytest.mark.slow
+@pytest.mark.parametrize("tool", ["coverage_report", "mutation_score"])
+def test_cancelling_a_spec_tool_as_its_child_starts_stops_the_child_and_the_next_call_works(root, workers, workspace, tool):
+    """The cancel event of the call reaches the coverage/mutation child through call_scope, with no parameter passed down."""
+    import threading
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from aether_mcp import call_scope
+    from aether_mcp.tools import spec_strength
+
+    measure = getattr(spec_strength, tool)
+    cancel = threading.Event()
+
+    def cancel_at_the_child(done, total, message):
+        if message.startswith("running "):  # said just before the child process starts
+            cancel.set()
+
+    with call_scope.scope(cancel, cancel_at_the_child), pytest.raises(ToolError, match="was cancelled and its process stopped"):
+        measure(root, workers, workspace)
+    assert not _processes_mentioning(workspace)
+    (run,) = (Path(workspace) / ".aether" / "runs").glob(f"*-{'coverage' if tool == 'coverage_report' else 'mutation'}-*")
+    assert (run / "job.json").exists() and not (run / "result.json").exists()  # started, and stopped before it wrote a result
+    assert measure(root, workers, workspace).workspace == workspace  # outside any call: nothing cancels it
+
+
+def test_background_runs_refuse_what_they_cannot_do_and_say_what_to_call():
+    import anyio as anyio_
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from aether_mcp.background_runs import MAX_RUNNING, BackgroundRuns
+
+    runs = BackgroundRuns()
+
+    async def waits_until_cancelled():
+        from aether_mcp import background_runs
+
+        run = background_runs.current()
+        while not run.cancel.is_set():
+            await anyio_.sleep(0.01)
+        raise ToolError("stopped")
+
+    async def succeeds():
+        from mcp_types import CallToolResult, TextContent
+
+        return CallToolResult(content=[TextContent(type="text", text="{}")], structured_content={"answer": 42})
+
+    done = runs.start("quick", {}, succeeds)
+    assert runs.wait(done.run_id, 10).model_dump(include={"status", "result"}) == {"status": "succeeded", "result": {"answer": 42}}
+    started = [runs.start("slow", {"n": n}, waits_until_cancelled) for n in range(MAX_RUNNING)]
+    with pytest.raises(ToolError, match=f"{MAX_RUNNING} runs are still running .* cancel_run\\(run_id\\)"):
+        runs.start("one too many", {}, succeeds)
+    assert runs.wait(started[0].run_id, 0).status == "running"
+    stopped = [runs.cancel(run.run_id) for run in started]
+    assert [s.status for s in stopped] == ["cancelled"] * MAX_RUNNING and all(s.error == "stopped" for s in stopped)
+    with pytest.raises(ToolError, match="no run 'run-nope' in this server process"):
+        runs.cancel("run-nope")
+    assert runs.start("quick", {}, succeeds).run_id  # room again once they ended
 
 
 def test_progress_over_stages_that_each_count_from_zero_only_rises():

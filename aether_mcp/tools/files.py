@@ -87,7 +87,7 @@ def read_file(root: SandboxRoot, workspace: str, path: str, offset: int = 0, sta
         raise ToolError(f"offset {offset} is past the end of {relative} ({len(text)} characters); give 0..{len(text)}, or a next_offset a page returned.")
     content, next_offset = paging.cut(text, offset)
     first_line = text.count("\n", 0, offset) + 1
-    info = paging.page_info(text, offset, next_offset, f"read_file(workspace, {relative.as_posix()!r}, offset={{offset}})")
+    more = paging.more_line(len(text) - (next_offset or 0), "characters", next_offset, f"read_file(workspace, {relative.as_posix()!r}, offset={{offset}})")
     return ReadFileResult(
         path=relative.as_posix(),
         content=content,
@@ -98,7 +98,7 @@ def read_file(root: SandboxRoot, workspace: str, path: str, offset: int = 0, sta
         offset=offset,
         next_offset=next_offset,
         truncated=next_offset is not None,
-        more=info.more,
+        more=more,
         protected=opened.protection_reason(relative) is not None,
     )
 
@@ -175,9 +175,7 @@ def list_files(root: SandboxRoot, workspace: str, path: str = ".", offset: int =
         raise ToolError(f"offset {offset} is past the end of the list ({len(entries)} entries); give a next_offset a page returned.")
     page = entries[offset : offset + LIST_PAGE]
     next_offset = offset + LIST_PAGE if offset + LIST_PAGE < len(entries) else None
-    more = None
-    if next_offset is not None:
-        more = f"{len(entries) - next_offset} more entries; call list_files(workspace, {path!r}, offset={next_offset}) for the next page."
+    more = paging.more_line(len(entries) - (next_offset or 0), "entries", next_offset, f"list_files(workspace, {path!r}, offset={{offset}})")
     return ListFilesResult(
         workspace=str(opened.path), entries=page, total=len(entries), offset=offset, next_offset=next_offset, truncated=next_offset is not None, more=more
     )

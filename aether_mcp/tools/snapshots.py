@@ -111,7 +111,7 @@ def diff(root: SandboxRoot, workspace: str, from_id: int, to_id: int | None = No
         raise ToolError(f"offset {offset} is past the end of the diff ({len(text)} characters); give a next_offset a page returned.")
     page, next_offset = paging.cut(text, offset)
     call = f"diff(workspace, {from_id}, {to_id}" + (f", path={path!r}" if path is not None else "") + ", offset={offset})"
-    info = paging.page_info(text, offset, next_offset, call)
+    more = paging.more_line(len(text) - (next_offset or 0), "characters", next_offset, call)
     return DiffResult(
         from_id=from_id,
         to_id=to_id,
@@ -124,7 +124,7 @@ def diff(root: SandboxRoot, workspace: str, from_id: int, to_id: int | None = No
         next_offset=next_offset,
         total_chars=len(text),
         truncated=next_offset is not None,
-        more=info.more,
+        more=more,
     )
 
 
