@@ -21,7 +21,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError, WithJsonSchema
 
-from aether_mcp import __version__, background_runs, call_scope, prompts, strict_wire
+from aether_mcp import __version__, artifact_links, background_runs, call_scope, prompts, strict_wire
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.progress_report import Monotonic
@@ -42,16 +42,16 @@ two equal as Spark runs them. Four phases; do not start one before the previous 
    with evaluate(*series); `from aether_mcp.backend import xp, array, series` serves CPU and GPU)
    -> run_tests(ws, "candidate:<name>") -> byte_compare -> audit_candidate. Gate: PASS (no cheat
    finding and a fresh exact comparison on hidden rows). A kernel on the CPU is simulated
-   (correctness only); gpu_verified needs device counters.
-3. Benchmark: run_benchmark (original vs candidate vs the no-UDF floor, speedup with a 95% CI).
+   (correctness only).
+3. Benchmark: run_benchmark (original vs candidate vs no-UDF floor, speedup with a 95% CI).
 4. Optimize: nsys_profile (nsys, Python profiler, or the Spark plan for sql) ->
    try_optimization(ws, name, label): the first call records the best; later calls keep a change
    only if clean, equal and faster over the whole interval, else restore the best. Stop after 10
    steps or 3 rejections in a row. Then report(ws): what to ship and the code that replaces the UDF.
 Rules: never weaken frozen tests (unfreeze_tests is logged); declare unavoidable differences with
-record_deviation; snapshot/revert/diff keep work safe; workspace_status says where a workspace
-stands. Prompts: convert_udf and one per phase. Resources: aether://notes/{semantic-traps,
-spark-functions,gpu-idioms}, aether://workspaces/{name}/report, aether://schemas/{tool} (results).
+record_deviation; snapshot/revert/diff keep work safe; workspace_status says where a ws stands. Prompts: convert_udf and one per phase. Resources: aether://notes/{semantic-traps,
+spark-functions,gpu-idioms}, aether://workspaces/{name}/report, aether://schemas/{tool} (results),
+logs and charts (resource_links in results).
 Long calls: start_run(tool, arguments) -> run_id at once; run_status(run_id, wait_s), cancel_run.
 Only files inside the server root can be used."""
 
@@ -211,7 +211,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         annotations=_annotations(read_only=True, idempotent=True),
         description=(
             "Read-only; confined to the workspace; symlinks are listed, never followed; .aether/ is server "
-            "state (only .aether/runs/ and .aether/report/ can be listed). Lists files and folders under `path` (default: the whole "
+            "state (only its artifact folders runs/, bench/, profiles/, report/ can be listed). Lists files and folders under `path` (default: the whole "
             "workspace), each marked protected or not, 300 to a page with `next_offset` while more follow."
         ),
     )
@@ -228,7 +228,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         annotations=_annotations(read_only=True, idempotent=True),
         description=(
             "Read-only; confined to the workspace; text files only. Protected files "
-            "(original/udf.py, aether.toml) can be read; of .aether/ only test-run logs (.aether/runs/). "
+            "(original/udf.py, aether.toml) can be read; of .aether/ only artifacts (runs/, bench/, profiles/, report/). "
             "Returns one page of the text (at most 40,000 characters, whole lines) from `offset` or `start_line`, "
             "its line numbers, and `next_offset` with a `more` line while more follows."
         ),
@@ -773,7 +773,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
 
     _register_prompts(server)
     _register_resources(server, sandbox)
-    strict_wire.tighten(server)
+    strict_wire.tighten(server, links=partial(artifact_links.links, sandbox))
     return server
 
 
@@ -841,6 +841,29 @@ def _register_resources(server: MCPServer, sandbox: SandboxRoot) -> None:
         return json.dumps(schema, indent=1)
 
     @server.resource(
+        artifact_links.FILE_TEMPLATE,
+        name="workspace-artifact",
+        title="A text artifact of a workspace (log, record, profile, report)",
+        description=(
+            "A file under the workspace's .aether/runs, bench, profiles or report folder, one page of at most 40,000 characters "
+            "from `offset`; a page with more after it ends with the line '[N more characters: read <uri>?offset=K]'. Tool results link here."
+        ),
+        mime_type="text/plain",
+    )
+    def workspace_artifact(name: str, path: str, offset: int = 0) -> str:
+        return _as_resource_error(artifact_links.read_text, sandbox, name, path, offset)
+
+    @server.resource(
+        artifact_links.CHART_TEMPLATE,
+        name="workspace-chart",
+        title="A chart of a workspace (benchmark or Arrow batch sweep)",
+        description="A PNG chart under the workspace's .aether/bench folder; benchmark results link here.",
+        mime_type="image/png",
+    )
+    def workspace_chart(name: str, path: str) -> bytes:
+        return _as_resource_error(artifact_links.read_chart, sandbox, name, path)
+
+    @server.resource(
         "aether://workspaces/{name}/report",
         name="workspace-report",
         title="A workspace's conversion report",
@@ -848,7 +871,13 @@ def _register_resources(server: MCPServer, sandbox: SandboxRoot) -> None:
         mime_type="text/markdown",
     )
     def workspace_report(name: str) -> str:
-        try:
-            return conversion_report.report_markdown(sandbox, name)
-        except ToolError as exc:  # the same words a tool would say, as a resource error
-            raise ResourceNotFoundError(str(exc)) if "no workspace named" in str(exc) else ResourceError(str(exc)) from None
+        return _as_resource_error(conversion_report.report_markdown, sandbox, name)
+
+
+def _as_resource_error(read: Callable[..., T], *args: Any) -> T:
+    """`read(*args)`, its ToolError said in the same words as a resource error (not found when nothing is there)."""
+    try:
+        return read(*args)
+    except ToolError as exc:
+        missing = "no workspace named" in str(exc) or "does not exist" in str(exc)
+        raise ResourceNotFoundError(str(exc)) if missing else ResourceError(str(exc)) from None

@@ -6,7 +6,8 @@
   schemas (each tool's structured result, with every field described) are served as the resource
   aether://schemas/{tool} instead of in `tools/list`, which keeps the list an agent loads before
   its first call under 40 KB; results are still checked against them before they leave.
-- Results: the text mirror of a structured result is compact JSON, not indented.
+- Results: the text mirror of a structured result is compact JSON, not indented, followed by a
+  resource_link for each artifact the result names that the server serves as a resource.
 - Protocol errors: an unknown tool, or a prompt called without a required argument, is a JSON-RPC
   error with code -32602 (invalid params), without a traceback on stderr.
 """
@@ -14,12 +15,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, GetPromptRequestParams, ListToolsResult, PaginatedRequestParams, TextContent
+from mcp_types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, GetPromptRequestParams, ListToolsResult, PaginatedRequestParams, ResourceLink, TextContent
 from pydantic import ConfigDict, ValidationError
 
 
@@ -73,10 +74,14 @@ def _published_arguments(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class _CompactResults(FuncMetadata):
+    result_links: ClassVar[Callable[[dict[str, Any]], list[ResourceLink]] | None] = None
+
     def convert_result(self, result: Any) -> Any:
         converted = super().convert_result(result)
         if isinstance(converted, CallToolResult) and converted.structured_content is not None and not converted.is_error:
-            converted.content = [TextContent(type="text", text=compact_json(converted.structured_content))]
+            text = TextContent(type="text", text=compact_json(converted.structured_content))
+            links = type(self).result_links
+            converted.content = [text, *(links(converted.structured_content) if links is not None else [])]
         return converted
 
 
@@ -117,11 +122,13 @@ def result_schema(server: MCPServer, name: str) -> dict[str, Any] | None:
     return None if tool is None else _rewrite(tool.fn_metadata.output_schema, _mark_varying)
 
 
-def tighten(server: MCPServer) -> None:
-    """Apply the rules above to every tool and prompt registered on `server` so far."""
+def tighten(server: MCPServer, links: Callable[[dict[str, Any]], list[ResourceLink]] | None = None) -> None:
+    """Apply the rules above to every tool and prompt registered on `server` so far; `links(structured)`
+    gives the resource_links a result's content carries after its JSON text."""
+    results = type("LinkedResults", (_CompactResults,), {"result_links": staticmethod(links)}) if links is not None else _CompactResults
     for tool in server._tool_manager.list_tools():
         metadata = tool.fn_metadata
-        tool.fn_metadata = _CompactResults(
+        tool.fn_metadata = results(
             arg_model=_refusing_extras(metadata.arg_model),
             output_schema=compact_schema(metadata.output_schema) if metadata.output_schema is not None else None,
             output_model=metadata.output_model,

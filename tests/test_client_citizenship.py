@@ -3,6 +3,7 @@ error codes, a root it must be given, and long work it can start, poll and stop.
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -104,6 +105,66 @@ async def test_a_long_file_list_comes_in_pages_that_together_list_everything(cli
         offset = page["next_offset"]
     assert seen == sorted(seen) and len(seen) == len(set(seen)) == page["total"]
     assert {f"tests/note_{index:03}.txt" for index in range(700)} <= set(seen)
+
+
+async def _read_resource(client, uri: str):
+    (contents,) = (await client.read_resource(uri)).contents
+    return contents
+
+
+async def test_artifacts_a_result_names_come_as_resource_links_that_read_back_whole_through_pages(client, workspace):
+    import base64
+
+    runs = Path(workspace) / ".aether" / "runs" / "r1"
+    runs.mkdir(parents=True)
+    log = "".join(f"row {i}: {'y' * (i % 89)}\n" for i in range(6_000))
+    (runs / "big.log").write_text(log, encoding="utf-8")
+    from aether_mcp.artifact_links import links
+    from aether_mcp.path_guard import SandboxRoot
+
+    (made,) = links(SandboxRoot(Path(workspace).parent.parent), {"log_path": str(runs / "big.log"), "artifacts": {"gone": str(runs / "none.log")}})
+    assert made.uri == "aether://workspaces/shipping_fee/file/.aether/runs/r1/big.log" and made.size == len(log) and made.name == "log_path"
+    pages, uri = [], made.uri
+    while uri is not None:
+        text = (await _read_resource(client, uri)).text
+        marker = re.search(r"\[([\d,]+) more characters: read (\S+\?offset=(\d+))\]\n\Z", text)
+        pages.append(text if marker is None else text[: marker.start()])
+        if marker is not None:
+            assert len(pages[-1]) <= PAGE_CHARS and int(marker[3]) == sum(map(len, pages)) == len(log) - int(marker[1].replace(",", ""))
+        uri = None if marker is None else marker[2]
+    assert "".join(pages) == log and len(pages) > len(log) // PAGE_CHARS >= 2
+
+    bench = Path(workspace) / ".aether" / "bench" / "b1"
+    bench.mkdir(parents=True)
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+    (bench / "benchmark.png").write_bytes(png)
+    chart = await _read_resource(client, "aether://workspaces/shipping_fee/chart/.aether/bench/b1/benchmark.png")
+    assert base64.b64decode(chart.blob) == png and chart.mime_type == "image/png"
+
+    for uri, said in [
+        ("aether://workspaces/shipping_fee/file/.aether/manifest.json", "is not an artifact"),
+        ("aether://workspaces/shipping_fee/file/original/udf.py", "is not an artifact"),
+        ("aether://workspaces/shipping_fee/file/.aether/runs/r1/nope.log", "does not exist"),
+        ("aether://workspaces/nobody/file/.aether/runs/r1/big.log", "no workspace named 'nobody'"),
+        ("aether://workspaces/shipping_fee/file/.aether/runs/../../../jobs/shipping.py", "Unknown resource"),
+    ]:
+        with pytest.raises(MCPError) as failed:
+            await client.read_resource(uri)
+        assert said in str(failed.value)
+    assert (await _read_resource(client, "aether://workspaces/shipping_fee/file/.aether/runs/r1/big.log?offset=0")).text.startswith("row 0: \n")
+
+
+@pytest.mark.slow
+async def test_a_test_run_links_its_log_and_the_report_links_its_files(client):
+    ws = await _new_workspace(client)
+    result = await client.call_tool("run_tests", {"workspace": ws, "target": "original"})
+    links = {block.name: block for block in result.content if block.type == "resource_link"}
+    assert set(links) == {"log_path", "report_path"}
+    log = await _read_resource(client, links["log_path"].uri)
+    assert log.text == Path(result.structured_content["log_path"]).read_text(encoding="utf-8") and "5 passed" in log.text
+    reported = await client.call_tool("report", {"workspace": ws})
+    linked = {block.name for block in reported.content if block.type == "resource_link"}
+    assert linked == {"artifacts.markdown", "artifacts.json"}
 
 
 async def test_unknown_arguments_and_values_outside_the_schema_are_refused_by_name(client, workspace):

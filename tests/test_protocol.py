@@ -403,7 +403,12 @@ async def test_reference_notes_are_resources(client):
 
 async def test_a_workspace_report_is_a_resource(client):
     templates = (await client.list_resource_templates()).resource_templates
-    assert [t.uri_template for t in templates] == ["aether://schemas/{tool}", "aether://workspaces/{name}/report"]
+    assert [t.uri_template for t in templates] == [
+        "aether://schemas/{tool}",
+        "aether://workspaces/{name}/file/{+path}{?offset}",
+        "aether://workspaces/{name}/chart/{+path}",
+        "aether://workspaces/{name}/report",
+    ]
     await new_workspace(client)
     text = (await client.read_resource("aether://workspaces/shipping_fee/report")).contents[0].text
     assert text.startswith("# Conversion report: `shipping_fee`") and "no candidate is verified yet" in text

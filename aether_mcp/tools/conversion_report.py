@@ -17,7 +17,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import deviations
@@ -27,8 +26,8 @@ from aether_mcp.tools import spec_strength
 from aether_mcp.tools.benchmarking import BENCH_DIR
 from aether_mcp.tools.optimization import best_versions, journal_entries
 from aether_mcp.tools.profiling import PROFILES_DIR
-from aether_mcp.tools.workspaces import DEFAULT_WORKSPACES_DIR, WorkspaceStatusResult, workspace_status
-from aether_mcp.workspace import CANDIDATE_DIR, CONFIG_FILE, Workspace
+from aether_mcp.tools.workspaces import WorkspaceStatusResult, open_named, workspace_status
+from aether_mcp.workspace import CANDIDATE_DIR, Workspace
 
 REPORT_DIR = "report"
 EMBED_LIMIT = 48 * 1024  # larger reports come back as paths only
@@ -63,15 +62,7 @@ def report(root: SandboxRoot, workspace: str) -> ReportResult:
 
 def report_markdown(root: SandboxRoot, name: str) -> str:
     """The report of workspace `name` (aether_workspaces/<name>, else <name> under the root) as Markdown; writes nothing."""
-    candidates = [f"{DEFAULT_WORKSPACES_DIR}/{name}", name]
-    for candidate in candidates:
-        try:
-            path = root.resolve(candidate, what="workspace")
-        except ToolError:
-            continue
-        if (path / CONFIG_FILE).is_file():
-            return render_markdown(collect(root, Workspace.open_intact(root, candidate)))
-    raise ToolError(f"no workspace named {name!r}: looked for {' and '.join(candidates)} under the server root. Use the folder name init_workspace created.")
+    return render_markdown(collect(root, open_named(root, name)))
 
 
 def collect(root: SandboxRoot, opened: Workspace) -> dict[str, Any]:

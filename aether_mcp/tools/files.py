@@ -1,8 +1,9 @@
 """read_file, write_file, list_files: editing a workspace for clients without an editor of their own.
 
 Confined to the workspace; a symlink is never followed out of it and never written through;
-protected files can be read but not written; `.aether/` is server state, of which only run
-logs (`.aether/runs/`) and the conversion report (`.aether/report/`) can be read.
+protected files can be read but not written; `.aether/` is server state, of which only the
+artifacts can be read: run logs and records (`.aether/runs/`), benchmark records and charts
+(`.aether/bench/`), profiles (`.aether/profiles/`) and the conversion report (`.aether/report/`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from aether_mcp.workspace import IGNORED_DIR_NAMES, STATE_DIR, Workspace
 MAX_WRITE_BYTES = 1024 * 1024
 MAX_LIST_ENTRIES = 50_000  # a walk stops counting here
 LIST_PAGE = 300  # entries per page: about 30 KB
-READABLE_STATE = ("runs", "report")
+READABLE_STATE = ("runs", "bench", "profiles", "report")  # artifacts the tool results name
 
 
 class ReadFileResult(BaseModel):
@@ -67,7 +68,7 @@ def read_file(root: SandboxRoot, workspace: str, path: str, offset: int = 0, sta
     target = opened.resolve(path, what="path")
     relative = opened.relative(target)
     if _is_hidden_state(relative):
-        raise ToolError(f"{relative} is server state and cannot be read; only run logs under {STATE_DIR}/runs/ and the report under {STATE_DIR}/report/ can. Use workspace_status for the rest.")
+        raise ToolError(f"{relative} is server state and cannot be read; only artifacts under {_readable_folders()} can. Use workspace_status for the rest.")
     if not target.exists():
         raise ToolError(f"{relative} does not exist in the workspace. Call list_files to see what is there.")
     if target.is_dir():
@@ -138,7 +139,7 @@ def list_files(root: SandboxRoot, workspace: str, path: str = ".", offset: int =
     if not start.exists():
         raise ToolError(f"{path} does not exist in the workspace; call list_files(workspace) for the whole tree.")
     if _is_hidden_state(opened.relative(start)):
-        raise ToolError(f"{opened.relative(start)} is server state and cannot be listed; only {STATE_DIR}/runs/ and {STATE_DIR}/report/ can.")
+        raise ToolError(f"{opened.relative(start)} is server state and cannot be listed; only {_readable_folders()} can.")
     entries: list[ListEntry] = []
     if start.is_file():
         relative = opened.relative(start)
@@ -180,6 +181,10 @@ def list_files(root: SandboxRoot, workspace: str, path: str = ".", offset: int =
         workspace=str(opened.path), entries=page, total=len(entries), offset=offset, next_offset=next_offset, truncated=next_offset is not None, more=more
     )
 
+
+
+def _readable_folders() -> str:
+    return ", ".join(f"{STATE_DIR}/{name}/" for name in READABLE_STATE)
 
 
 def _is_hidden_state(relative: PurePosixPath) -> bool:

@@ -517,3 +517,16 @@ def _write_workspace(target: Path, config: WorkspaceConfig, module_source: str) 
 def _toml(config: WorkspaceConfig) -> str:
     header = "# Frozen by init_workspace: the UDF's contract and the Spark settings it is judged under. Do not edit.\n"
     return header + tomli_w.dumps(config.model_dump(exclude_none=True))
+
+
+def open_named(root: SandboxRoot, name: str) -> Workspace:
+    """The workspace aether_workspaces/<name>, else <name> under the server root."""
+    candidates = [f"{DEFAULT_WORKSPACES_DIR}/{name}", name]
+    for candidate in candidates:
+        try:
+            path = root.resolve(candidate, what="workspace")
+        except ToolError:
+            continue
+        if (path / CONFIG_FILE).is_file():
+            return Workspace.open_intact(root, candidate)
+    raise ToolError(f"no workspace named {name!r}: looked for {' and '.join(candidates)} under the server root. Use the folder name init_workspace created.")
