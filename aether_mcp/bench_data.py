@@ -20,6 +20,7 @@ from typing import Any, Callable
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from aether_mcp import call_scope
 from aether_mcp.judge.mined_values import MinedValues, mine
 from aether_mcp.spark_types import SUPPORTED_TYPES_TEXT, integer_bounds, parse_type
 from aether_mcp.workspace import Workspace
@@ -86,15 +87,21 @@ def generate(workspace: Workspace, rows: int, seed: int | None = None, spec: dic
     if path.exists():
         return GenerateDataResult(path=str(path), rows=rows, seed=seed, spec=spec, spec_used=_shown(used), spec_from=reasons, columns=infos, reused=True, size_bytes=path.stat().st_size, duration_s=round(time.monotonic() - started, 3))
     report = progress or (lambda done, total, message: None)
+    cancel = call_scope.cancel_event()
     folder.mkdir(parents=True, exist_ok=True)
     partial = folder / f"{digest}.parquet.partial"
     schema = pa.schema([pa.field(c.name, c.arrow_type, nullable=True) for c in columns])
     with pq.ParquetWriter(partial, schema) as writer:
         for start in range(0, rows, CHUNK_ROWS):
+            if cancel is not None and cancel.is_set():
+                break
             size = min(CHUNK_ROWS, rows - start)
             rng = np.random.default_rng([seed, start])
             writer.write_table(pa.table([c.chunk(rng, size) for c in columns], schema=schema))
             report(start + size, rows, f"generated {start + size} of {rows} rows")
+    if cancel is not None and cancel.is_set():
+        partial.unlink(missing_ok=True)
+        raise ToolError("generate_data was cancelled; nothing was kept. Call it again to generate the data.")
     partial.replace(path)
     (folder / f"{digest}.json").write_text(json.dumps({"rows": rows, "seed": seed, "spec": spec, "columns": [i.model_dump() for i in infos]}, indent=2))
     return GenerateDataResult(path=str(path), rows=rows, seed=seed, spec=spec, spec_used=_shown(used), spec_from=reasons, columns=infos, reused=False, size_bytes=path.stat().st_size, duration_s=round(time.monotonic() - started, 3))

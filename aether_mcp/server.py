@@ -310,8 +310,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         description=(
             "Constraints: needs cases in tests/cases.py and Java 17+. Measures line and branch coverage of "
             "original/udf.py (the UDF and its helpers) with coverage.py while the original runs on every case, its "
-            "arguments exactly as Spark delivers them. Returns line_percent, branch_percent, each uncovered line or "
-            "branch (line, source, missed destination) and the gate (default: every line and branch covered or "
+            "arguments exactly as Spark delivers them. Returns line_percent, branch_percent, up to 100 uncovered lines or "
+            "branches (line, source, missed destination; unjustified first, the rest counted and in record_path) and the gate (default: every line and branch covered or "
             "justified). Next: suggest_inputs, record_cases, or justify."
         ),
     )
@@ -327,7 +327,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
             "(comparison operators and boundaries, arithmetic, constants +/-1 and 0, negated conditions, and/or, "
             "return None, removed if bodies, changed string literals) and runs every case against each as plain "
             "Python on the arguments as Spark delivers them: a mutant is killed when an output differs from the "
-            "original's. Returns total, killed, score and the survivors, each with a unified diff, its line and "
+            "original's. Returns total, killed, score and up to 100 survivors (the rest counted and in record_path), each with a unified diff, its line and "
             "whether generated inputs could tell it apart at all (likely_equivalent). Gate: score >= 0.8 or every "
             "survivor justified."
         ),
@@ -358,7 +358,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
             "assertions, only weak assertions (non-null, row counts, types), skip/xfail, try/except that swallows "
             "failures, float tolerances wider than the exact policy, tests that never call udf_under_test, "
             "duplicated cases. Dynamic: runs the suite against canaries (null and fixed values for every row) and "
-            "flags tests that still pass. Returns findings with file, line, test, why it matters and the fix."
+            "flags tests that still pass. Returns up to 50 findings (the rest counted and in record_path) with file, line, test, why it matters and the fix."
         ),
     )
     async def audit_tests(workspace: WorkspaceArg, ctx: Context) -> test_audit.AuditTestsResult:
@@ -446,7 +446,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
             "imports off the allow-list), watched runs in the confined candidate worker (a tripwire original, the audit hook's events, "
             "Python steps on 1,000 vs 20,000 rows, the executed plan of sql targets, inputs unchanged, every watched output compared "
             "with the original, also at the job's Arrow batch size, nothing left running) and a fresh byte_compare on new hidden rows. "
-            "Returns `verdict` PASS, PASS (unconfined) or FAIL with `reasons`, `findings` (rule, severity, check, file, line, evidence, "
+            "Returns `verdict` PASS, PASS (unconfined) or FAIL with `reasons`, up to 50 `findings` (blocking first; all in result_path; rule, severity, check, file, line, evidence, "
             "why, fix), the comparison summary, the backend and `confinement`. On the GPU backend, device counters that show no "
             "kernel or data copied back to the host mid-run are blocking findings. Reports progress; cancelling stops it."
         ),

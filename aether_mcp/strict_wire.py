@@ -109,7 +109,7 @@ def argument_errors(tool: Any, error: ValidationError) -> str:
 
 # Result fields that differ between two identical calls: how long it took, and which run it was.
 # The result schemas mark them ("x-varies"), so a client comparing two results knows what to ignore.
-VARYING_FIELDS = {"duration_s": "timing", "elapsed_s": "timing", "run_id": "run", "log_path": "run", "report_path": "run"}
+VARYING_FIELDS = {"duration_s": "timing", "elapsed_s": "timing", "run_id": "run", "log_path": "run", "report_path": "run", "record_path": "run"}
 
 
 def _mark_varying(name: str, sub: dict[str, Any]) -> dict[str, Any]:

@@ -188,7 +188,7 @@ def _candidate(root: SandboxRoot, workers: WorkerPool, trusted: Workspace, name:
         return Check(name="candidate", status="fail", detail=f"audit_candidate {name}: FAIL ({seen}): " + "; ".join(audit.reasons[:4]))
     if audit.verdict != "PASS":
         return Check(name="candidate", status="warn", detail=f"audit_candidate {name}: {audit.verdict} ({seen}); {audit.confinement}")
-    return Check(name="candidate", status="pass", detail=f"audit_candidate {name}: PASS ({seen}, {len(audit.findings)} findings)")
+    return Check(name="candidate", status="pass", detail=f"audit_candidate {name}: PASS ({seen}, {len(audit.findings) + audit.findings_left_out} findings)")
 
 
 def render(result: VerifyResult) -> str:

@@ -442,3 +442,126 @@ async def test_each_tool_called_twice_gives_the_same_result_but_for_fields_marke
         with pytest.raises(MCPError) as unknown:
             await client.call_tool("no_such_tool", {})
         assert unknown.value.code == -32602
+
+
+def _many_branches_job(branches: int) -> str:
+    body = "".join(f"    if code == {k}:\n        return {k * 7 + 3}\n" for k in range(branches))
+    return f'from pyspark.sql.functions import udf\n\n\n@udf("int")\ndef tiered(code: int) -> int:\n{body}    return -1\n'
+
+
+@pytest.mark.slow
+async def test_coverage_and_mutation_list_at_most_a_hundred_items_and_count_the_rest_which_their_record_keeps(root, client):
+    (root.path / "jobs" / "tiers.py").write_text(_many_branches_job(80), encoding="utf-8")
+    ws = (await ok(client, "init_workspace", source="jobs/tiers.py", udf="tiered"))["workspace"]
+    await ok(client, "record_cases", workspace=ws, inputs=[[0], [None]])
+    coverage = await client.call_tool("coverage_report", {"workspace": ws})
+    report = coverage.structured_content
+    record = json.loads(Path(report["record_path"]).read_text(encoding="utf-8"))
+    every = record["coverage"]["result"]["uncovered"]
+    assert len(report["uncovered"]) == 100 and report["uncovered_left_out"] == len(every) - 100 > 50
+    assert [u["item"] for u in report["uncovered"]] == [u["item"] for u in every[:100]]
+    assert f"{len(every)} uncovered and unexplained" in report["gate"]["detail"]  # judged on all of them
+    assert "record_path" in {block.name for block in coverage.content if block.type == "resource_link"}
+
+    await ok(client, "justify", workspace=ws, item=every[-1]["item"], reason="the last tier is tested elsewhere in the pipeline")
+    again = await ok(client, "coverage_report", workspace=ws)
+    assert again["uncovered"][-1]["justified"] is None  # the unjustified come first
+    mutation = await ok(client, "mutation_score", workspace=ws)
+    survivors = json.loads(Path(mutation["record_path"]).read_text(encoding="utf-8"))["mutation"]["result"]["survivors"]
+    assert len(mutation["survivors"]) == 100 and mutation["survivors_left_out"] == len(survivors) - 100 > 0
+    assert mutation["total"] - mutation["killed"] - mutation["invalid"] == len(survivors)
+
+
+@pytest.mark.slow
+async def test_no_result_on_a_bundled_example_is_longer_than_80k_characters(tmp_path, workers):
+    import shutil
+
+    from conftest import EXAMPLES
+
+    shutil.copytree(EXAMPLES / "loyalty_pricing", tmp_path / "loyalty_pricing")
+    sizes: dict[str, int] = {}
+    async with Client(build_server(str(tmp_path), workers=workers, warm_start=False)) as client:
+
+        async def call(tool, **arguments):
+            result = await client.call_tool(tool, arguments)
+            assert not result.is_error, result.content[0].text
+            sizes[tool] = max(sizes.get(tool, 0), len(result.content[0].text))
+            return result.structured_content
+
+        ws = (await call("init_workspace", source="loyalty_pricing/job.py", udf="loyalty_discount"))["workspace"]
+        folder = EXAMPLES / "loyalty_pricing"
+        await call("write_file", workspace=ws, path="tests/cases.py", content=(folder / "cases.py").read_text())
+        await call("write_file", workspace=ws, path="candidate/sql.py", content=(folder / "candidates" / "discount_sql.py").read_text())
+        await call("write_file", workspace=ws, path="candidate/naive.py", content=(folder / "candidates" / "naive_sql.py").read_text())
+        for target in ("original", "candidate:sql", "candidate:naive"):
+            await call("run_tests", workspace=ws, target=target)
+        for tool in ("coverage_report", "mutation_score", "suggest_inputs", "audit_tests", "workspace_status", "list_files", "list_snapshots"):
+            await call(tool, workspace=ws)
+        for name in ("sql", "naive"):
+            await call("byte_compare", workspace=ws, candidate=name, hidden_rows=2_000)
+            await call("audit_candidate", workspace=ws, candidate=name, hidden_rows=2_000)
+        await call("read_file", workspace=ws, path="original/udf.py")
+        await call("diff", workspace=ws, from_id=0)
+        await call("report", workspace=ws)
+    assert len(sizes) == 15 and max(sizes.values()) < 80_000, sizes
+
+
+SPIN_JOB = '''from pyspark.sql.functions import udf
+
+
+@udf("long")
+def spin(n: int) -> int:
+    if n is None:
+        return None
+    total = 0
+    for k in range(min(abs(n), 200_000)):
+        total += k % 7
+    return total
+'''
+SPIN_CANDIDATE = 'TARGET = "sql"\n\n\ndef build(n):\n    return n.cast("long")\n'
+
+
+async def _cancelled_midway(client, ws: str, tool: str, arguments: dict, *, after_s: float | None = None) -> None:
+    """Start `tool` in the background, cancel it once it is under way, and check that it stopped and left nothing."""
+    started = await ok(client, "start_run", tool=tool, arguments={"workspace": ws, **arguments})
+    with anyio.fail_after(180):
+        if after_s is not None:
+            await anyio.sleep(after_s)
+        else:
+            while (await ok(client, "run_status", run_id=started["run_id"]))["progress"] is None:
+                await anyio.sleep(0.2)
+    status = await ok(client, "run_status", run_id=started["run_id"])
+    assert status["status"] == "running", (tool, status)  # still at work when cancelled
+    cancelled = await ok(client, "cancel_run", run_id=started["run_id"])
+    assert cancelled["status"] == "cancelled" and cancelled["result"] is None, (tool, cancelled)
+    with anyio.fail_after(30):
+        while _processes_mentioning(ws):
+            await anyio.sleep(0.5)
+    after = await ok(client, "run_tests", workspace=ws, target="original")  # the next call works (a stopped worker is replaced)
+    assert after["failed"] == after["errors"] == 0 and after["passed"] > 0, tool
+
+
+@pytest.mark.slow
+async def test_each_long_tool_started_in_the_background_can_be_cancelled_midway_and_leaves_no_process(root, client):
+    (root.path / "jobs" / "spin.py").write_text(SPIN_JOB, encoding="utf-8")
+    ws = (await ok(client, "init_workspace", source="jobs/spin.py", udf="spin"))["workspace"]
+    await ok(client, "record_cases", workspace=ws, inputs=[[None], [0], [1], [8], [-3], [250_000]])
+    # each row costs the original about 10 ms: a thousand of them, or thousands of hidden rows, take seconds
+    await _cancelled_midway(client, ws, "record_cases", {"inputs": [[200_000 + i] for i in range(1000)]}, after_s=2)
+    assert (await ok(client, "workspace_status", workspace=ws))["cases"] == 6  # nothing half-recorded
+    await _cancelled_midway(client, ws, "suggest_inputs", {})
+
+    assert (await ok(client, "coverage_report", workspace=ws))["gate"]["status"] == "pass"
+    for survivor in (await ok(client, "mutation_score", workspace=ws))["survivors"]:
+        await ok(client, "justify", workspace=ws, item=f"mutant:{survivor['mutant_id']}", reason="not told apart by these cases; fine for this test")
+    await ok(client, "freeze_tests", workspace=ws)
+    await ok(client, "write_file", workspace=ws, path="candidate/fast.py", content=SPIN_CANDIDATE)
+    for tool, arguments in [
+        ("generate_data", {"rows": 50_000_000}),
+        ("byte_compare", {"candidate": "fast", "hidden_rows": 200_000}),
+        ("audit_candidate", {"candidate": "fast", "hidden_rows": 200_000}),
+        ("run_benchmark", {"candidate": "fast"}),
+        ("try_optimization", {"candidate": "fast", "label": "first"}),
+    ]:
+        await _cancelled_midway(client, ws, tool, arguments)
+    assert not list((Path(ws) / ".aether" / "data").glob("*.partial"))  # cancelled data generation keeps nothing

@@ -251,16 +251,10 @@ class WorkerPool:
         return handle, str(reply["context_id"])
 
     def capture(self, workspace: Workspace, rows: list, *, timeout_s: float = 600.0) -> list:
-        """The original's arguments for `rows` as Spark delivers them (decoded)."""
+        """The original's arguments for `rows` as Spark delivers them (decoded); the call's cancel event stops it."""
         handle = self.get("reference", workspace.config.spark)
         message = {"op": "capture", "context": context(workspace, "original"), "rows": value_codec.encode(rows)}
-        try:
-            reply = request(handle.socket_path, {**message, "token": handle.token}, timeout_s=timeout_s)
-        except WorkerUnavailable as exc:
-            self.discard(handle)
-            raise EvaluationFailed("internal", f"capturing the inputs lost the reference worker ({exc}); the next call starts a fresh one") from None
-        if not reply.get("ok"):
-            raise EvaluationFailed(str(reply.get("error_kind", "internal")), str(reply.get("message")))
+        reply = self._request(handle, "reference", message, "capturing the inputs", timeout_s, None)
         return [value_codec.loads(item) for item in reply["captured"]]
 
     def _request(self, handle: WorkerHandle, role: str, message: dict, what: str, timeout_s: float, cancel: threading.Event | None) -> dict:

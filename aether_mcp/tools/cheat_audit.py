@@ -47,6 +47,7 @@ JOB_BATCH_DEFAULT = 10_000  # spark.sql.execution.arrow.maxRecordsPerBatch when 
 ARROW_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 MIN_HIDDEN_ROWS = 1_000
 MAX_HIDDEN_ROWS = 200_000
+MAX_LISTED_FINDINGS = 50  # in a result; its record on disk keeps every one
 Progress = Callable[[int, int | None, str], None]
 
 
@@ -78,7 +79,8 @@ class AuditCandidateResult(BaseModel):
     candidate: str
     verdict: Literal["PASS", "PASS (unconfined)", "FAIL"] = Field(description="PASS (unconfined): clean, but the candidate's processes could not be confined here (see confinement)")
     reasons: list[str] = Field(description="why the verdict is FAIL (empty on PASS)")
-    findings: list[AuditFinding]
+    findings: list[AuditFinding] = Field(description="blocking findings first, at most 50")
+    findings_left_out: int = Field(0, description="findings not listed here; the record at result_path has them all")
     comparison: ComparisonSummary
     tests: str = Field(description="frozen as recorded, or not frozen")
     backend: Literal["cpu", "gpu"] = Field(description="where the candidate ran (as in byte_compare)")
@@ -173,7 +175,8 @@ def audit_candidate(
     result_path.write_text(result.model_dump_json(indent=2), encoding="utf-8")
     _record_latest(opened, result)
     report(3, 3, result.verdict)
-    return result
+    listed = sorted(findings, key=lambda finding: finding.severity != "block")
+    return result.model_copy(update={"findings": listed[:MAX_LISTED_FINDINGS], "findings_left_out": max(0, len(listed) - MAX_LISTED_FINDINGS)})
 
 
 def _record_latest(workspace: Workspace, result: AuditCandidateResult) -> None:

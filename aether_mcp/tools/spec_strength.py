@@ -16,7 +16,7 @@ import sys
 import time
 import zoneinfo
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
@@ -40,6 +40,7 @@ from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace, new_run_
 RUNNER_TIMEOUT_S = 300
 PROBE_ROWS = 1500
 MAX_SUGGESTIONS = 60
+MAX_LISTED = 100  # uncovered items and survivors a result lists; the record holds them all
 
 
 class UncoveredItem(BaseModel):
@@ -64,7 +65,9 @@ class CoverageReport(BaseModel):
     branch_percent: float
     statements: int
     branches: int
-    uncovered: list[UncoveredItem]
+    uncovered: list[UncoveredItem] = Field(description="uncovered lines and branches, unjustified first, at most 100")
+    uncovered_left_out: int = Field(0, description="uncovered items not listed here; record_path lists them all")
+    record_path: str = Field("", description="the recorded result with every item (.aether/runs/spec.json, readable with read_file)")
     gate: GateStatus
     duration_s: float
 
@@ -86,7 +89,9 @@ class MutationScore(BaseModel):
     killed: int
     invalid: int = Field(description="mutants that do not load; left out of the score")
     score: float
-    survivors: list[Survivor]
+    survivors: list[Survivor] = Field(description="surviving mutants, unjustified first, at most 100")
+    survivors_left_out: int = Field(0, description="survivors not listed here; record_path lists them all")
+    record_path: str = Field("", description="the recorded result with every survivor (.aether/runs/spec.json, readable with read_file)")
     probe_rows: int = Field(0, description="generated rows each survivor was run on to judge likely_equivalent: boundaries, combinations of simple values and the UDF's constants, edges, random rows")
     gate: GateStatus
     duration_s: float
@@ -155,7 +160,7 @@ def coverage_report(root: SandboxRoot, workers: WorkerPool, workspace: str) -> C
         duration_s=round(time.monotonic() - started, 3),
     )
     _record(opened, "coverage", {**report.model_dump(), "covered_lines": covered_lines, "covered_branches": covered_branches})
-    return report
+    return _listed(report, "uncovered", opened)
 
 
 def _coverage_gate(statements: int, branches: int, covered_lines: int, covered_branches: int, uncovered: list[dict[str, Any]], threshold: float) -> GateStatus:
@@ -240,7 +245,17 @@ def mutation_score(root: SandboxRoot, workers: WorkerPool, workspace: str) -> Mu
     stored["distinguishing_rows"] = {mid: value_codec.encode(probes[index]) for mid, index in differences.items() if index is not None and mid in by_id}
     _record(opened, "mutation", stored)
     call_scope.report(3, 3, "done")
-    return report
+    return _listed(report, "survivors", opened)
+
+
+R = TypeVar("R", CoverageReport, MutationScore)
+
+
+def _listed(report: R, field: str, workspace: Workspace) -> R:
+    """The result as returned: at most MAX_LISTED items of `field`, unjustified ones first, with the count left out
+    and the path of the record that holds them all (the gates were judged on every item)."""
+    items = sorted(getattr(report, field), key=lambda item: item.justified is not None)
+    return report.model_copy(update={field: items[:MAX_LISTED], f"{field}_left_out": max(0, len(items) - MAX_LISTED), "record_path": str(_record_path(workspace))})
 
 
 def suggest_inputs(root: SandboxRoot, workers: WorkerPool, workspace: str) -> SuggestInputsResult:
@@ -535,8 +550,12 @@ def _digests(workspace: Workspace) -> dict[str, str]:
     return {"original": digest(workspace.path / ORIGINAL_MODULE), "cases": digest(workspace.path / TESTS_DIR / "cases.py")}
 
 
+def _record_path(workspace: Workspace) -> Path:
+    return workspace.state_dir / "runs" / "spec.json"
+
+
 def _record(workspace: Workspace, kind: str, data: dict[str, Any]) -> None:
-    path = workspace.state_dir / "runs" / "spec.json"
+    path = _record_path(workspace)
     with workspace.lock():
         try:
             stored = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -549,7 +568,7 @@ def _record(workspace: Workspace, kind: str, data: dict[str, Any]) -> None:
 
 def _stored(workspace: Workspace, kind: str) -> dict[str, Any] | None:
     try:
-        entry = json.loads((workspace.state_dir / "runs" / "spec.json").read_text(encoding="utf-8"))[kind]
+        entry = json.loads(_record_path(workspace).read_text(encoding="utf-8"))[kind]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return entry if isinstance(entry, dict) else None

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from aether_mcp.wire import value_codec
 from aether_mcp.wire.value_codec import Struct
@@ -24,11 +24,12 @@ from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import parse_type
 from aether_mcp.tools.test_runs import run_suite
-from aether_mcp.workspace import TESTS_DIR, Workspace
+from aether_mcp.workspace import TESTS_DIR, Workspace, new_run_id
 
 Rule = Literal[
     "no_assertion", "weak_assertion", "skipped", "swallowed_failure", "tolerance", "no_udf_call", "duplicate_case", "passes_on_canary"
 ]
+MAX_LISTED_FINDINGS = 50  # in a result; more go to a record on disk
 SKIP_MARKERS = ("skip", "skipif", "xfail", "importorskip")
 TOLERANCE_CALLS = ("approx", "isclose", "allclose", "assert_allclose", "assert_almost_equal", "assertAlmostEqual")
 WHY = {
@@ -64,7 +65,9 @@ class Finding(BaseModel):
 
 class AuditTestsResult(BaseModel):
     workspace: str
-    findings: list[Finding]
+    findings: list[Finding] = Field(description="at most 50, in file and line order")
+    findings_left_out: int = Field(0, description="findings not listed here; record_path has them all")
+    record_path: str | None = Field(None, description="every finding, when more than are listed (readable with read_file)")
     tests_reviewed: int
     canaries: list[str]
     clean: bool
@@ -89,9 +92,17 @@ def audit_tests(root: SandboxRoot, workers: WorkerPool, workspace: str) -> Audit
     canaries = _canary_values(opened)
     if reviewed:
         findings += _canary_findings(opened, workers, canaries)
+    findings.sort(key=lambda f: (f.file, f.line, f.rule))
+    record_path = None
+    if len(findings) > MAX_LISTED_FINDINGS:
+        record_path = opened.state_dir / "runs" / new_run_id("audit-tests") / "findings.json"
+        record_path.parent.mkdir(parents=True)
+        record_path.write_text(json.dumps([f.model_dump() for f in findings], indent=1), encoding="utf-8")
     return AuditTestsResult(
         workspace=str(opened.path),
-        findings=sorted(findings, key=lambda f: (f.file, f.line, f.rule)),
+        findings=findings[:MAX_LISTED_FINDINGS],
+        findings_left_out=max(0, len(findings) - MAX_LISTED_FINDINGS),
+        record_path=None if record_path is None else str(record_path),
         tests_reviewed=reviewed,
         canaries=[repr(value) for value in canaries],
         clean=not findings,
