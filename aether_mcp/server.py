@@ -28,12 +28,12 @@ from aether_mcp.progress_report import Monotonic
 from aether_mcp.workspace import SparkConfig
 from aether_mcp.workspace_derivation import DEFAULT_SPARK_CONF
 from aether_mcp.path_guard import SandboxRoot, root_problem
-from aether_mcp.tools import benchmarking, byte_compare, case_recording, cheat_audit, conversion_report, deviation_records, files, freezing, optimization, profiling, snapshots, spec_strength, test_audit, test_runs, workspaces
+from aether_mcp.tools import benchmarking, byte_compare, case_recording, cheat_audit, conversion_report, deviation_records, files, freezing, optimization, profiling, project_scan, snapshots, spec_strength, test_audit, test_runs, workspaces
 
 INSTRUCTIONS = """\
 aether-mcp converts one PySpark Python UDF at a time into a faster equivalent (Spark SQL
 expression, vectorized pandas/NumPy that also runs on cuDF/CuPy, or a CUDA kernel) and proves the
-two equal as Spark runs them. Four phases; do not start one before the previous gate holds.
+two equal as Spark runs them. scan_project ranks a project's UDFs. Four phases, each gated:
 1. Specify: init_workspace(source, udf) -> record_cases / write tests/cases.py -> run_tests(ws,
    "original") -> coverage_report, mutation_score (suggest_inputs, justify) -> audit_tests ->
    freeze_tests. Gate: tests pass on the original, every line and branch covered or justified,
@@ -121,7 +121,7 @@ def _scoped(function: Callable[..., T], *args: Any) -> Callable[..., T]:
 
 # the tools start_run takes: those that run tests, Spark or generated data and can take minutes
 BACKGROUND_TOOLS = (
-    "record_cases", "run_tests", "coverage_report", "mutation_score", "suggest_inputs", "audit_tests", "byte_compare", "audit_candidate",
+    "scan_project", "record_cases", "run_tests", "coverage_report", "mutation_score", "suggest_inputs", "audit_tests", "byte_compare", "audit_candidate",
     "generate_data", "run_benchmark", "tune_arrow_batch", "micro_benchmark", "nsys_profile", "try_optimization",
 )
 WARM_START_ENV = "AETHER_MCP_WARM_START"  # "0": start the Spark workers on first use only
@@ -154,6 +154,24 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
 
     runs = background_runs.BackgroundRuns()
     server = MCPServer(name="aether-mcp", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
+
+    @server.tool(
+        name="scan_project",
+        title="Find every Python UDF in a project and rank what converting each would save",
+        annotations=_annotations(read_only=True, idempotent=True),
+        description=(
+            "Read-only; never runs the job. Every UDF under folder `path` (all forms init_workspace takes) with file, line, form, "
+            "argument types, call sites, whether init_workspace takes it (else its reason) and the call that opens it, the likely "
+            "target, and the payoff: the function's cost per row timed on generated rows plus this machine's per-row cost of a "
+            "Python UDF in Spark. Ranked, 25 a page (`offset`), summary first."
+        ),
+    )
+    async def scan_project(
+        ctx: Context,
+        path: Annotated[str, Field(description="folder under the server root")] = ".",
+        offset: Annotated[int, Field(ge=0, description="a page's next_offset")] = 0,
+    ) -> project_scan.ScanProjectResult:
+        return await _in_thread(ctx, _scoped(project_scan.scan_project, sandbox, path, offset))
 
     @server.tool(
         name="init_workspace",

@@ -12,6 +12,7 @@ from conftest import SHIPPING_CASES
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tools_list.json"
 TOOL_ORDER = [
+    "scan_project",
     "init_workspace",
     "workspace_status",
     "list_files",
@@ -47,7 +48,7 @@ TOOL_ORDER = [
 ]
 # read-only: changes no file of the agent or the user (a tool may add the server's own records under .aether/)
 READ_ONLY = {
-    "workspace_status", "list_files", "read_file", "list_snapshots", "diff", "run_status",
+    "scan_project", "workspace_status", "list_files", "read_file", "list_snapshots", "diff", "run_status",
     "run_tests", "coverage_report", "mutation_score", "audit_tests", "byte_compare", "audit_candidate",
     "run_benchmark", "tune_arrow_batch", "micro_benchmark", "nsys_profile", "report",
 }

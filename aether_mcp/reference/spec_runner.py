@@ -305,7 +305,41 @@ def _probe_value(value: Any) -> Any:
     return float("nan") if value is None else value
 
 
-MODES = {"coverage": run_coverage, "mutation": run_mutation, "distinguish": run_distinguish, "trace": run_trace}
+def run_cost(job: dict[str, Any]) -> dict[str, Any]:
+    """Seconds per row of each subject's Python function on its rows, called as Spark calls it (no Spark).
+
+    Each subject runs for about `budget_s` (whole passes over its rows, at least one), under a hard limit of
+    four times that; a subject that cannot load, or whose every row raises, says so instead of a cost.
+    """
+    budget = float(job.get("budget_s", 0.3))
+    measured = []
+    for subject_job in job["subjects"]:
+        rows = subject_job["inputs"]
+        entry: dict[str, Any] = {"id": subject_job["id"], "seconds_per_row": None, "rows_timed": 0, "raised": 0, "problem": None}
+        try:
+            with _time_budget(budget * 4 + 1):
+                subject = Subject(subject_job["source"], subject_job["module_path"], subject_job)
+                if subject.kind == "pandas":
+                    entry["problem"] = "a pandas UDF: its cost per row is its batch cost, not measured here"
+                else:
+                    started, timed, raised = time.perf_counter(), 0, 0
+                    while timed == 0 or time.perf_counter() - started < budget:
+                        outputs = subject.outputs(rows, captured=False)
+                        timed += len(rows)
+                        raised += sum(isinstance(o, Raised) for o in outputs)
+                    seconds = time.perf_counter() - started
+                    entry.update(seconds_per_row=seconds / timed, rows_timed=timed, raised=raised)
+                    if raised == timed:
+                        entry["problem"] = "the function raised on every generated row"
+        except MutantTimeout:
+            entry["problem"] = f"still running after {budget * 4 + 1:.1f}s (loading the module or calling it); its cost per row is at least that over {len(rows)} rows"
+        except BaseException as exc:  # noqa: BLE001  (one subject's failure must not hide the others)
+            entry["problem"] = f"could not be loaded or called: {type(exc).__name__}: {str(exc)[:200]}"
+        measured.append(entry)
+    return {"measured": measured}
+
+
+MODES = {"coverage": run_coverage, "mutation": run_mutation, "distinguish": run_distinguish, "trace": run_trace, "cost": run_cost}
 
 
 def main() -> None:

@@ -87,7 +87,7 @@ def init_workspace(
             raise ToolError(f"{exc}; nothing was created.") from exc
     derived = workspace_derivation.derive(root, source, udf, arg_types, return_type, benchmark_master, backend, whole_domain)
     config = derived.config
-    _refuse_unsupported_types(config)
+    refuse_unsupported_types(config)
 
     target = root.resolve(workspace or f"{DEFAULT_WORKSPACES_DIR}/{config.udf.name}", what="workspace")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
@@ -133,7 +133,7 @@ def init_workspace(
     )
 
 
-def _refuse_unsupported_types(config: WorkspaceConfig) -> None:
+def refuse_unsupported_types(config: WorkspaceConfig) -> None:
     """Refuse, before anything is created, a type the tools cannot generate, convert or compare yet."""
     typed = [(f"argument {arg.name!r} is {arg.type}", arg.type) for arg in config.udf.args] + [(f"the UDF returns {config.udf.return_type}", config.udf.return_type)]
     for where, text in typed:
