@@ -35,6 +35,7 @@ from aether_mcp.judge.mined_values import mine
 from aether_mcp.local_modules import LocalModules
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import subprocess_runner
+from aether_mcp.spark_types import parse_type
 from aether_mcp.tools.workspaces import DEFAULT_WORKSPACES_DIR, refuse_unsupported_types
 from aether_mcp.wire import value_codec
 from aether_mcp.workspace import IGNORED_DIR_NAMES, STATE_DIR, state_home
@@ -52,8 +53,8 @@ Target = Literal["sql", "vectorized", "unclear"]
 
 class ScanArgument(BaseModel):
     name: str
-    type: str | None = Field(description="the Spark type, when the source says it (hint) or how the function uses it suggests it (guess)")
-    type_from: Literal["hint", "guess", "unknown"]
+    type: str | None = Field(description="the Spark type, where the source says it or suggests it (type_from)")
+    type_from: Literal["hint", "schema", "guess", "unknown"] = Field(description="hint: a type hint; schema: the column's type in a schema the calling file spells out; guess: how the function uses it")
 
 
 class CallSite(BaseModel):
@@ -123,7 +124,8 @@ class _File:
     lines: list[str]
     imported_names: dict[str, tuple[str | None, int, str]] = field(default_factory=dict)  # alias -> (module, level, name)
     imported_modules: dict[str, str] = field(default_factory=dict)  # alias -> module
-    calls: list[tuple[str, int]] = field(default_factory=list)  # ("name" or "alias.attr", line)
+    calls: list[tuple[str, int, list[str | None]]] = field(default_factory=list)  # ("name" or "alias.attr", line, the column each argument names)
+    schema: dict[str, str] = field(default_factory=dict)  # column -> Spark type, from the schemas the file spells out
     strings: list[tuple[str, int]] = field(default_factory=list)
     patterns: set[str] = field(default_factory=set)  # module-level names bound to re.compile(...)
 
@@ -253,11 +255,12 @@ def _index(relative: str, path: Path, text: str, tree: ast.Module) -> _File:
                 file.imported_modules[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
         elif isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name):
-                file.calls.append((node.func.id, node.lineno))
+                file.calls.append((node.func.id, node.lineno, [_column_name(a) for a in node.args]))
             elif isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-                file.calls.append((f"{node.func.value.id}.{node.func.attr}", node.lineno))
+                file.calls.append((f"{node.func.value.id}.{node.func.attr}", node.lineno, [_column_name(a) for a in node.args]))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "(" in node.value:
             file.strings.append((node.value, node.lineno))
+    file.schema = _schema_columns(tree)
     for statement in tree.body:
         if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call) and ast.unparse(statement.value.func) in ("re.compile", "compile"):
             file.patterns |= {t.id for t in statement.targets if isinstance(t, ast.Name)}
@@ -270,6 +273,8 @@ def _scanned(root: SandboxRoot, file: _File, definition: udf_extraction.UdfDefin
     guesses: dict[str, str] = {}
     derived: workspace_derivation.Derived | None = None
     reason: str | None = None
+    sites, typed_calls = _call_sites(file, definition, files)
+    from_schema = _schema_types(hinted, typed_calls)
     try:
         derived = workspace_derivation.derive(root, file.relative, selector)
         refuse_unsupported_types(derived.config)
@@ -277,7 +282,7 @@ def _scanned(root: SandboxRoot, file: _File, definition: udf_extraction.UdfDefin
         reason = str(exc)
         derived = None
         missing = [a for a in hinted if a.type is None]
-        guesses = {a.name: guess[0] for a in missing if (guess := workspace_derivation.guessed_type(definition.function, a.name)) is not None}
+        guesses = {a.name: from_schema.get(a.name) or guess[0] for a in missing if a.name in from_schema or (guess := workspace_derivation.guessed_type(definition.function, a.name)) is not None}
         if missing and len(guesses) == len(missing):
             try:  # typed as guessed: enough to time the function, never to convert without the user's word
                 derived = workspace_derivation.derive(root, file.relative, selector, arg_types=guesses)
@@ -287,10 +292,9 @@ def _scanned(root: SandboxRoot, file: _File, definition: udf_extraction.UdfDefin
     arguments = [
         ScanArgument(name=a.name, type=a.type, type_from="hint")
         if a.type is not None
-        else ScanArgument(name=a.name, type=guesses.get(a.name), type_from="guess" if a.name in guesses else "unknown")
+        else ScanArgument(name=a.name, type=guesses.get(a.name), type_from="schema" if a.name in from_schema else "guess" if a.name in guesses else "unknown")
         for a in hinted
     ]
-    sites = _call_sites(file, definition, files)
     traits, target, why = _traits(root, file, definition)
     init_call = f"init_workspace(source={file.relative!r}, udf={selector!r}" + (f", arg_types={json.dumps(guesses)}" if guesses else "") + ")"
     udf = ScannedUdf(
@@ -317,6 +321,16 @@ def _scanned(root: SandboxRoot, file: _File, definition: udf_extraction.UdfDefin
     return udf, derived
 
 
+def _schema_types(hinted: list[_Hinted], typed_calls: list[list[str | None]]) -> dict[str, str]:
+    """Types for the arguments without hints from the schemas of the calls' columns, where every call that says one agrees."""
+    types: dict[str, str] = {}
+    for position, argument in enumerate(hinted):
+        said = {call[position] for call in typed_calls if position < len(call) and call[position]}
+        if argument.type is None and len(said) == 1:
+            types[argument.name] = said.pop()
+    return types
+
+
 @dataclass
 class _Hinted:
     name: str
@@ -336,15 +350,19 @@ def _hinted_arguments(root: SandboxRoot, file: _File, definition: udf_extraction
     return [_Hinted(a.name, a.hint_type) for a in extracted.arguments]
 
 
-def _call_sites(file: _File, definition: udf_extraction.UdfDefinition, files: list[_File]) -> list[CallSite]:
+def _call_sites(file: _File, definition: udf_extraction.UdfDefinition, files: list[_File]) -> tuple[list[CallSite], list[list[str | None]]]:
+    """Where the UDF is called, and for each call the Spark type of each argument's column where a schema in that file says it."""
     names = {definition.name} | definition.aliases
     stem = Path(file.relative).stem
     dotted = file.relative[:-3].replace("/", ".")
     sites: list[CallSite] = []
+    typed: list[list[str | None]] = []
 
-    def add(where: _File, line: int) -> None:
+    def add(where: _File, line: int, columns: list[str | None] | None = None) -> None:
         code = where.lines[line - 1].strip() if 0 < line <= len(where.lines) else ""
         sites.append(CallSite(file=where.relative, line=line, code=code[:160]))
+        if columns is not None:
+            typed.append([where.schema.get(column) or file.schema.get(column) if column else None for column in columns])
 
     def is_this_module(module: str | None) -> bool:
         return module is not None and (module == stem or module == dotted or dotted.endswith("." + module) or module.endswith("." + stem))
@@ -354,16 +372,74 @@ def _call_sites(file: _File, definition: udf_extraction.UdfDefinition, files: li
         local = {alias for alias, (module, _level, name) in other.imported_names.items() if name in names and is_this_module(module)}
         module_aliases = {alias for alias, module in other.imported_modules.items() if is_this_module(module)}
         module_aliases |= {alias for alias, (module, _level, name) in other.imported_names.items() if name == stem}
-        for called, line in other.calls:
+        for called, line, columns in other.calls:
             head, _, attr = called.partition(".")
             if (here and not attr and called in names) or (not attr and called in local) or (attr and head in module_aliases and attr in names):
-                add(other, line)
+                add(other, line, columns)
         if definition.form == "spark.udf.register":
             needle = f"{definition.name}("
             for text, line in other.strings:
                 if needle in text:
                     add(other, line)
-    return sorted(sites, key=lambda s: (s.file, s.line))
+    order = sorted(range(len(sites)), key=lambda i: (sites[i].file, sites[i].line))
+    return [sites[i] for i in order], typed
+
+
+def _column_name(node: ast.expr) -> str | None:
+    """The column an argument of a UDF call names: "c", col("c"), F.col("c"), df.c, df["c"]; None otherwise."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        if ast.unparse(node.func).split(".")[-1] in ("col", "column"):
+            return node.args[0].value
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        return node.slice.value
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr
+    return None
+
+
+def _schema_columns(tree: ast.Module) -> dict[str, str]:
+    """Column -> Spark type from every schema the file spells out: DDL strings ("day date, price double") and
+    StructType([StructField(...)]) literals. A column two schemas type differently is left out."""
+    found: dict[str, set[str]] = {}
+    finder = udf_extraction._UdfFinder(tree)
+    for node in ast.walk(tree):
+        struct = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and " " in node.value.strip() and "\n" not in node.value:
+            struct = _ddl_struct(node.value)
+        elif isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "StructType":
+            try:
+                struct = finder._read_type(node, set())
+            except Exception:  # noqa: BLE001  (a schema built at run time says nothing here)
+                struct = None
+        for column in getattr(struct, "fields", None) or []:
+            found.setdefault(column.name, set()).add(workspace_derivation.type_name(column.dataType))
+    return {column: next(iter(types)) for column, types in found.items() if len(types) == 1}
+
+
+def _ddl_struct(text: str) -> Any:
+    """`"day date, price double"` as a struct type, or None when the text is not a DDL column list."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += char in "<("
+        depth -= char in ">)"
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    fields = []
+    for part in parts:
+        words = part.strip().split(None, 1)
+        if len(words) != 2 or not words[0].isidentifier():
+            return None
+        fields.append(f"`{words[0]}`:{words[1].strip()}")
+    try:
+        return parse_type(f"struct<{','.join(fields)}>")
+    except Exception:  # noqa: BLE001
+        return None
 
 
 STRING_METHODS = workspace_derivation.STRING_METHODS

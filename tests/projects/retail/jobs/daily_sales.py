@@ -13,8 +13,11 @@ def weekday_num(day):
 
 def main(path):
     spark = SparkSession.builder.getOrCreate()
-    sales = spark.read.parquet(path)
+    sales = spark.read.schema(SALES_SCHEMA).parquet(path)
     sales = sales.withColumn("customer", clean_name("customer"))
     sales = sales.withColumn("band", price_band(F.col("price")))
     sales = sales.withColumn("cents", to_cents("amount")).withColumn("weekday", weekday_num("day"))
     sales.write.parquet(path + "_daily")
+
+
+SALES_SCHEMA = "customer string, price double, amount double, day date"
