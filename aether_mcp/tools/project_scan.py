@@ -49,6 +49,7 @@ OVERHEAD_ROWS = 300_000
 SKIPPED_DIRS = IGNORED_DIR_NAMES | {".git", ".hg", ".venv", "venv", "env", "node_modules", "site-packages", ".tox", ".mypy_cache", "build", "dist", DEFAULT_WORKSPACES_DIR, STATE_DIR}
 VECTOR_LIBRARIES = {"numpy", "pandas", "math", "cmath", "decimal"}
 Target = Literal["sql", "vectorized", "unclear"]
+LOAD_FAILURE = "could not be loaded or called:"  # said by spec_runner's cost mode
 
 
 class ScanArgument(BaseModel):
@@ -238,6 +239,10 @@ def _scan(root: SandboxRoot, folder: Path, sources: list[Path], skipped: int) ->
             saving_us_per_row=None if saving is None else round(saving, 3),
             note="; ".join(n for n in notes if n),
         )
+        if udf.convertible and LOAD_FAILURE in note:
+            # init_workspace loads the extracted module in a child before it creates anything, and refuses it for this
+            udf.convertible = False
+            udf.reason = f"its module does not load where the server runs ({note.split(LOAD_FAILURE, 1)[1].strip()}); init_workspace refuses it until it does: install what it imports, then scan again."
         ranked.append(udf)
     ranked.sort(key=lambda u: (not u.convertible, -(u.payoff.saving_us_per_row or -1.0), u.file, u.line))
     call_scope.report(4, 4, "done")
