@@ -183,7 +183,7 @@ async def test_unknown_arguments_and_values_outside_the_schema_are_refused_by_na
 async def test_an_unknown_tool_or_a_prompt_without_its_arguments_is_invalid_params(client):
     with pytest.raises(MCPError) as unknown:
         await client.call_tool("no_such_tool", {})
-    assert unknown.value.code == -32602 and "Unknown tool 'no_such_tool'. The tools are: init_workspace" in str(unknown.value)
+    assert unknown.value.code == -32602 and "Unknown tool 'no_such_tool'. The tools are: scan_project, init_workspace" in str(unknown.value)
     with pytest.raises(MCPError) as missing:
         await client.get_prompt("benchmark", {"workspace": "ws"})
     assert missing.value.code == -32602 and "missing candidate" in str(missing.value)
@@ -227,7 +227,7 @@ async def test_tools_list_is_answered_before_spark_pandas_or_matplotlib_are_impo
     params = StdioServerParameters(command="/bin/sh", args=["-c", command], env={**os.environ, "AETHER_MCP_ROOT": str(root.path)})
     async with Client(params) as client:
         tools = (await client.list_tools()).tools
-        assert tools[0].name == "init_workspace"
+        assert [tool.name for tool in tools[:2]] == ["scan_project", "init_workspace"]
         imported = _imported_modules(log)
         assert "mcp" in imported and not imported & set(HEAVY), sorted(imported & set(HEAVY))
         # the first tool that needs them imports them then

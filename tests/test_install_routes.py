@@ -43,7 +43,7 @@ async def test_pipx_installs_the_wheel_and_its_server_and_demo_example_work(whee
     subprocess.run([str(BIN / "pipx"), "install", "--python", sys.executable, str(wheel)], check=True, env=env, timeout=900, capture_output=True)
     installed = tmp_path / "bin" / "aether-mcp"
     names = await _serves(str(installed), [], root.path, env)
-    assert names[0] == "init_workspace" and "start_run" in names
+    assert names[:2] == ["scan_project", "init_workspace"] and "start_run" in names
     # the installed copy, not this checkout, and the demo's example travels in the wheel
     venv_python = tmp_path / "pipx" / "venvs" / "aether-mcp" / "bin" / "python"
     probe = "import aether_mcp.cli as c; print(c.__file__); print(c._bundled_examples())"
@@ -57,4 +57,4 @@ async def test_pipx_installs_the_wheel_and_its_server_and_demo_example_work(whee
 async def test_uvx_runs_the_server_from_the_wheel(wheel, root, anyio_backend):
     uvx = shutil.which("uvx", path=str(BIN)) or str(BIN / "uvx")
     names = await _serves(uvx, ["--python", sys.executable, "--from", str(wheel), "aether-mcp"], root.path, dict(os.environ))
-    assert names[0] == "init_workspace" and "run_status" in names
+    assert names[:2] == ["scan_project", "init_workspace"] and "run_status" in names

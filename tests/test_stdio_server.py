@@ -63,7 +63,7 @@ async def test_serve_over_stdio_runs_the_loop_and_leaves_nothing_running(root):
     async with Client(params) as client:
         assert client.server_info.name == "aether-mcp"
         names = [t.name for t in (await client.list_tools()).tools]
-        assert names[0] == "init_workspace" and "run_tests" in names
+        assert names[:2] == ["scan_project", "init_workspace"] and "run_tests" in names
         created = await client.call_tool("init_workspace", {"source": "jobs/shipping.py", "udf": "shipping_fee"})
         ws = created.structured_content["workspace"]
         await client.call_tool("write_file", {"workspace": ws, "path": "tests/cases.py", "content": SHIPPING_CASES})
