@@ -215,3 +215,13 @@ def test_audit_flags_each_weak_pattern_and_nothing_in_good_tests(root, workspace
     assert not any(f.file == "tests/test_behaviour.py" for f in findings)
     example = next(f for f in findings if f.rule == "swallowed_failure")
     assert example.line == 4 and example.test == "test_swallow" and example.why and example.fix
+
+
+def test_audit_tests_lists_fifty_findings_and_writes_every_one_to_its_record(root, workspace, workers):
+    body = "".join(f"def test_arithmetic_{n}():\n    assert {n} * 2 == {n * 2}\n\n\n" for n in range(60))
+    files.write_file(root, workspace, "tests/test_many.py", body)
+    result = test_audit.audit_tests(root, workers, workspace)
+    every = json.loads(Path(result.record_path).read_text(encoding="utf-8"))
+    assert len(result.findings) == 50 and result.findings_left_out == len(every) - 50 >= 60 - 50 and not result.clean
+    assert [f.model_dump() for f in result.findings] == every[:50]  # the same order: file, line, rule
+    assert {f["test"] for f in every if f["rule"] == "no_udf_call"} == {f"test_arithmetic_{n}" for n in range(60)}

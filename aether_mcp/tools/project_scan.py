@@ -447,7 +447,6 @@ def _ddl_struct(text: str) -> Any:
         return None
 
 
-STRING_METHODS = workspace_derivation.STRING_METHODS
 STDLIB = frozenset(sys.stdlib_module_names)
 
 
@@ -478,7 +477,7 @@ def _traits(root: SandboxRoot, file: _File, definition: udf_extraction.UdfDefini
     nodes = list(ast.walk(function))
     third_party = {top for top in (_library(root, file, node) for node in nodes) if top}
     loops = any(isinstance(n, (ast.For, ast.While, ast.comprehension)) for n in nodes)
-    strings = any(isinstance(n, ast.Attribute) and n.attr in STRING_METHODS for n in nodes) or any(isinstance(n, ast.JoinedStr) for n in nodes)
+    strings = any(isinstance(n, ast.Attribute) and n.attr in workspace_derivation.STRING_METHODS for n in nodes) or any(isinstance(n, ast.JoinedStr) for n in nodes)
     regex = any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "re" for n in nodes) or any(
         isinstance(n, ast.Name) and n.id in file.patterns for n in nodes
     )
