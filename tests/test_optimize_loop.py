@@ -116,14 +116,22 @@ async def test_the_four_phases_through_mcp(root, workers):
         assert status["last_compares"]["fee"]["equal"] is True and not status["last_compares"]["fee"]["candidate_changed_since"]  # restored bytes bring their results back
         written = await ok(client, "report", workspace=ws)
         assert written["recommended"] is None and "fee not benchmarked on its current file" in written["recommendation"]
-        await ok(client, "run_benchmark", workspace=ws, candidate="fee", rows=100_000, repeats=5, warmup=1, modes=["original", "candidate"], spec=SPEC)
+        measured = await ok(client, "run_benchmark", workspace=ws, candidate="fee", rows=100_000, repeats=5, warmup=1, modes=["original", "candidate"], spec=SPEC)
         written = await ok(client, "report", workspace=ws)
-        assert written["recommended"] == "fee", written["recommendation"]
+        # the report follows that measurement: it ships fee only when fee is faster over its whole
+        # interval (on a loaded machine the interval can reach below 1; the choice itself is pinned
+        # without timing noise in test_conversion_report)
+        low, high = measured["speedup_ci"]
         markdown = Path(written["artifacts"]["markdown"]).read_text()
+        if low > 1.0:
+            assert written["recommended"] == "fee", written["recommendation"]
+            assert 'shipping_fee = spark_arrow_udf(evaluate, "double")' in markdown  # how to wire it
+        else:
+            assert written["recommended"] is None and written["recommendation"].startswith("ship none: keep the UDF.")
+            assert f"(95% CI {low:.2f}-{high:.2f})" in written["recommendation"] and "How to wire it" not in markdown
         assert written["embedded_markdown"] == markdown
         for section in ("The UDF and its source", "Tests", "Candidates", "Recorded deviations", "Benchmarks", "Profiles", "Optimization journal", "Recommendation"):
             assert f"## {section}" in markdown
-        assert 'shipping_fee = spark_arrow_udf(evaluate, "double")' in markdown
         assert "drop the wasted sort" in markdown and "skip the express surcharge" in markdown
         assert "unfreezes: 1" in markdown and "checking that an older audit is not reused" in markdown
         report_json = json.loads(Path(written["artifacts"]["json"]).read_text())
