@@ -7,8 +7,10 @@ whatever reaches the client: the count only rises and the total never shrinks be
 
 from __future__ import annotations
 
+import json
 import threading
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
 Progress = Callable[[float, float | None, str], None]
 
@@ -61,3 +63,24 @@ class Stages:
 
     def done(self, message: str = "done") -> None:
         self._send(self.total, self.total, message)
+
+
+class ChildProgress:
+    """Reads the progress file a child process appends JSON lines to, passing each complete line on once."""
+
+    def __init__(self, forward: Callable[[dict[str, Any]], None]) -> None:
+        self.forward = forward
+        self.seen = 0
+
+    def __call__(self, path: Path) -> None:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return
+        for line in lines[self.seen :]:
+            try:
+                step = json.loads(line)
+            except ValueError:  # a line still being written
+                break
+            self.forward(step)
+            self.seen += 1

@@ -28,7 +28,7 @@ from aether_mcp.progress_report import Monotonic
 from aether_mcp.workspace import SparkConfig
 from aether_mcp.workspace_derivation import DEFAULT_SPARK_CONF
 from aether_mcp.path_guard import SandboxRoot, root_problem
-from aether_mcp.tools import benchmarking, byte_compare, case_recording, cheat_audit, conversion_report, deviation_records, files, freezing, optimization, profiling, project_scan, snapshots, spec_strength, test_audit, test_runs, workspaces
+from aether_mcp.tools import benchmarking, byte_compare, data_validation, case_recording, cheat_audit, conversion_report, deviation_records, files, freezing, optimization, profiling, project_scan, snapshots, spec_strength, test_audit, test_runs, workspaces
 
 INSTRUCTIONS = """\
 aether-mcp converts one PySpark Python UDF at a time into a faster equivalent (Spark SQL
@@ -122,7 +122,7 @@ def _scoped(function: Callable[..., T], *args: Any) -> Callable[..., T]:
 # the tools start_run takes: those that run tests, Spark or generated data and can take minutes
 BACKGROUND_TOOLS = (
     "scan_project", "record_cases", "run_tests", "coverage_report", "mutation_score", "suggest_inputs", "audit_tests", "byte_compare", "audit_candidate",
-    "generate_data", "run_benchmark", "tune_arrow_batch", "micro_benchmark", "nsys_profile", "try_optimization",
+    "generate_data", "run_benchmark", "validate_on_data", "tune_arrow_batch", "micro_benchmark", "nsys_profile", "try_optimization",
 )
 WARM_START_ENV = "AETHER_MCP_WARM_START"  # "0": start the Spark workers on first use only
 
@@ -178,17 +178,14 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Create a conversion workspace for one UDF",
         annotations=_annotations(read_only=False),
         description=(
-            "Constraints: `source` must be a Python file inside the server root; it is parsed, never run. "
-            "`udf` names one UDF in it (@udf/@pandas_udf function, `name = udf(fn, type)`, a "
-            "spark.udf.register name, or `name = factory(literals)`; `name:LINE` picks one of several). Argument Spark types come from type "
-            "hints or `arg_types` ({\"amount\": \"double\"}); without either the call is refused. Arguments the job "
-            "passes only as literals (`F.lit(7)`) keep those values in generated rows unless named in `whole_domain`. `workspace` "
+            "Constraints: `source` is a Python file inside the root, parsed, never run. `udf` names one UDF in it "
+            "(@udf/@pandas_udf function, `name = udf(fn, type)`, a spark.udf.register name, or `name = factory(literals)`; "
+            "`name:LINE` picks one of several). Argument types come from hints or `arg_types` ({\"amount\": \"double\"}), else refused. "
+            "Arguments passed only as literals keep those values in generated rows unless named in `whole_domain`. `workspace` "
             "(default aether_workspaces/<udf>) must be new or empty.\n"
-            "Extracts the UDF with exactly the imports, constants and helpers it uses into original/udf.py "
-            "(protected), freezes aether.toml (UDF contract, Spark confs from the job), adds tests/ and "
-            "candidate/ templates, and takes snapshot 0. Before that it runs the extracted UDF on 200 generated rows "
-            "in a child: a failing import or a name the job defines but the extraction lost is refused, nothing created. "
-            "Returns the workspace path, the UDF's signature and `notes`."
+            "Extracts the UDF with the imports, constants and helpers it uses into original/udf.py (protected), freezes "
+            "aether.toml, adds tests/ and candidate/ templates, takes snapshot 0. The extracted UDF first runs on 200 generated "
+            "rows in a child: a failing import or a lost name is refused, nothing created. Returns the path, signature and `notes`."
         ),
     )
     def init_workspace(
@@ -229,7 +226,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         annotations=_annotations(read_only=True, idempotent=True),
         description=(
             "Read-only; confined to the workspace; symlinks are listed, never followed; .aether/ is server "
-            "state (only its artifact folders runs/, bench/, profiles/, report/ can be listed). Lists files and folders under `path` (default: the whole "
+            "state (only its artifact folders runs/, bench/, profiles/, report/, validate/ can be listed). Lists files and folders under `path` (default: the whole "
             "workspace), each marked protected or not, 300 to a page with `next_offset` while more follow."
         ),
     )
@@ -246,7 +243,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         annotations=_annotations(read_only=True, idempotent=True),
         description=(
             "Read-only; confined to the workspace; text files only. Protected files "
-            "(original/udf.py, aether.toml) can be read; of .aether/ only artifacts (runs/, bench/, profiles/, report/). "
+            "(original/udf.py, aether.toml) can be read; of .aether/ only artifacts (runs/, bench/, profiles/, report/, validate/). "
             "Returns one page of the text (at most 40,000 characters, whole lines) from `offset` or `start_line`, "
             "its line numbers, and `next_offset` with a `more` line while more follows."
         ),
@@ -457,16 +454,14 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Audit a candidate for cheats, with a fresh comparison",
         annotations=_annotations(read_only=True, idempotent=False),
         description=(
-            "Constraints: `candidate` names candidate/<name>.py; the workspace must be intact "
-            "and its tests, if frozen, as recorded. A deterministic judge, all code: static rules over the candidate and the workspace "
-            "modules it imports (reaching the original, row-at-a-time work, host round trips, fallbacks, hard-coded "
-            "test data, forbidden reads, tampering, threads/processes/JVM calls, memoization, per-element Python in map/sorted/reduce, "
-            "imports off the allow-list), watched runs in the confined candidate worker (a tripwire original, the audit hook's events, "
-            "Python steps on 1,000 vs 20,000 rows, the executed plan of sql targets, inputs unchanged, every watched output compared "
-            "with the original, also at the job's Arrow batch size, nothing left running) and a fresh byte_compare on new hidden rows. "
-            "Returns `verdict` PASS, PASS (unconfined) or FAIL with `reasons`, up to 50 `findings` (blocking first; all in result_path; rule, severity, check, file, line, evidence, "
-            "why, fix), the comparison summary, the backend and `confinement`. On the GPU backend, device counters that show no "
-            "kernel or data copied back to the host mid-run are blocking findings. Reports progress; cancelling stops it."
+            "Constraints: `candidate` names candidate/<name>.py; the workspace intact, its tests (if frozen) as recorded. "
+            "A deterministic judge: static rules over the candidate and the modules it imports (reaching the original, row-at-a-time "
+            "work, host round trips, hard-coded test data, forbidden reads, tampering, threads/processes/JVM calls, memoization, "
+            "imports off the allow-list), watched runs in the confined candidate worker (tripwire original, audit-hook events, Python "
+            "steps at 1,000 vs 20,000 rows, the sql plan, outputs compared, nothing left running) and a fresh byte_compare. "
+            "Returns `verdict` PASS, PASS (unconfined) or FAIL with `reasons`, up to 50 `findings` (blocking first; all in result_path), "
+            "the comparison summary, the backend and `confinement`. On the GPU backend, device counters showing no kernel or "
+            "mid-run host copies are blocking. Reports progress; cancelling stops it."
         ),
     )
     async def audit_candidate(
@@ -542,15 +537,13 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Benchmark original vs candidate vs the no-UDF floor in Spark",
         annotations=_annotations(read_only=True, idempotent=False),
         description=(
-            "Constraints: the candidate must pass byte_compare on 2000 hidden rows first (else refused with the reason); "
-            "kernel candidates need the GPU backend (a simulated kernel is refused). Generates (or reuses) data with generate_data's recipe "
-            "(`spec` as there), then runs a separate Spark application (`master`, else aether.toml's [benchmark] master, else local[*]): each run "
-            "reads the Parquet, applies the mode and writes every column to the noop sink; modes interleave in a fresh "
-            "order each round after warm-up. Returns per-mode median/min/max/cv/rows_per_s, failed modes with their "
-            "errors, speedup (median of per-round original/candidate ratios) with a 95% bootstrap speedup_ci (rounds are added "
-            "until the interval is within +/- precision of the speedup or time_budget_s runs out; rounds_ended_by says which), overhead_eliminated "
-            "((original-candidate)/(original-floor)), the backend and gpu_verified, the environment and confs, and artifacts "
-            "{json, chart}. Reports progress; cancelling stops the Spark application."
+            "Constraints: the candidate must pass byte_compare on 2000 hidden rows first; kernel candidates need the GPU backend. "
+            "Generates (or reuses) data as generate_data does (`spec`), then a separate Spark application (`master`, else "
+            "aether.toml's [benchmark] master, else local[*]) reads the Parquet, applies each mode and writes every column to the "
+            "noop sink, modes interleaved in a fresh order each round. Returns per-mode median/min/max/cv/rows_per_s, failed modes, "
+            "speedup (median of per-round ratios) with a 95% bootstrap speedup_ci (rounds added until within +/- precision or "
+            "time_budget_s; rounds_ended_by), overhead_eliminated, backend, gpu_verified, environment and artifacts {json, chart}. "
+            "Reports progress; cancelling stops it."
         ),
     )
     async def run_benchmark(
@@ -570,6 +563,31 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         return await _in_thread(
             ctx, partial(benchmarking.run_benchmark, sandbox, pool, workspace, candidate, rows, repeats, warmup, modes, master, spec, backend=backend, precision=precision, time_budget_s=time_budget_s)
         )
+
+    @server.tool(
+        name="validate_on_data",
+        title="Compare original and candidate over the user's own data, inside Spark",
+        annotations=_annotations(read_only=True, idempotent=False),
+        description=(
+            "Constraints: not for aggregations; data is a Parquet, CSV, JSON or ORC file or folder inside the root, or a URI the master "
+            "can read (format= when the name does not say). Three Spark applications on `master`: the original over the data's argument "
+            "columns (`columns`, in argument order; default the argument names; cast to the declared types), the candidate confined over "
+            "the same numbered rows, then a comparison in Spark (null-safe, NaN only equal to NaN, -0.0 apart from 0.0, floats exact or "
+            "within recorded ULP deviations, nested values field by field, raises matched). Returns verdict, rows_compared, counts by "
+            "mismatch kind, rows the original raised on, up to 20 mismatching rows, each side's seconds, and result_path."
+        ),
+    )
+    async def validate_on_data(
+        workspace: WorkspaceArg,
+        candidate: CandidateArg,
+        data: Annotated[str, Field(min_length=1, max_length=2000, description="path inside the root, or a URI (s3a://, hdfs://, ...)")],
+        ctx: Context,
+        columns: Annotated[list[str] | None, Field(description="the data's column for each argument, in order")] = None,
+        format: Annotated[Literal["parquet", "csv", "json", "orc"] | None, Field(description="default from the file names")] = None,
+        master: Annotated[str | None, Field(description="Spark master URL; default aether.toml's [benchmark] master, else local[*]")] = None,
+        limit: Annotated[int | None, Field(ge=1, le=10_000_000_000, description="compare at most this many rows")] = None,
+    ) -> data_validation.ValidateOnDataResult:
+        return await _in_thread(ctx, lambda cancel, progress: data_validation.validate_on_data(sandbox, workspace, candidate, data, columns, format, master, limit, progress=progress, cancel=cancel))
 
     @server.tool(
         name="tune_arrow_batch",
@@ -600,12 +618,10 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Time the candidate alone against the original, in seconds",
         annotations=_annotations(read_only=True, idempotent=False),
         description=(
-            "Vectorized or kernel: in a child process without Spark, on "
-            "generated data in the form Spark hands it over, evaluate(*series) vs the original function mapped over the "
-            "rows (a pandas UDF on whole Series), one warm-up each, then alternating; device work synchronized on a GPU. "
-            "Sql: the candidate's expression and the original UDF each as a small Spark job over the same rows cached in "
-            "the warm workers, every output value written to the noop sink, nothing collected. Seconds, not proof of speed in the job: for "
-            "fast iteration while optimizing (run_benchmark measures the job). Returns medians, every run, the speedup and the backend."
+            "Vectorized or kernel: in a child without Spark, on generated data shaped as Spark hands it over, evaluate(*series) "
+            "vs the original mapped over the rows, one warm-up each, then alternating (GPU work synchronized). Sql: the "
+            "expression and the original UDF each as a small Spark job over the same cached rows, written to the noop sink. "
+            "For fast iteration; run_benchmark measures the job. Returns medians, every run, the speedup and the backend."
         ),
     )
     async def micro_benchmark(
@@ -624,14 +640,11 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Profile a candidate: nsys on a GPU, Python's profiler on CPU, the Spark plan for sql",
         annotations=_annotations(read_only=True, idempotent=False),
         description=(
-            "Constraints: kernel candidates need a GPU. vectorized/kernel: with a GPU and "
-            "nsys on the PATH, runs evaluate(*series) on generated data under `nsys profile` (CUDA, NVTX, OS runtime) and "
-            "returns backend 'nsys' with the top kernels (share of GPU time, instances, mean), host-to-device and "
-            "device-to-host bytes and time, NVTX ranges, the kernel/wall time ratio and hints; otherwise backend 'cpu': "
-            "Python's profiler on the same call, `hotspots` (function, file:line, cumulative and own seconds, calls, calls per "
-            "row), saying no GPU profile was possible. sql: backend 'spark-plan': the optimized and physical plans, "
-            "whole-stage codegen coverage, hotspots counting repeated subexpressions in the executed plan, and which "
-            "(name, Column) steps Spark kept or inlined. Raw reports stay on disk (artifacts)."
+            "Constraints: kernel candidates need a GPU. vectorized/kernel: with a GPU and nsys on the PATH, evaluate(*series) "
+            "under `nsys profile`: backend 'nsys' with the top kernels, host/device copies, NVTX ranges, kernel/wall ratio and "
+            "hints; otherwise backend 'cpu': Python's profiler, `hotspots` (function, file:line, seconds, calls per row). sql: "
+            "backend 'spark-plan': the plans, codegen coverage, repeated subexpressions, and which (name, Column) steps Spark "
+            "kept or inlined. Raw reports stay on disk (artifacts)."
         ),
     )
     async def nsys_profile(
@@ -648,14 +661,12 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="One verified optimize step: keep the change only if clean, equal and faster",
         annotations=_annotations(read_only=False, destructive=True, idempotent=False),
         description=(
-            "Constraints: the tests must be frozen; `label` says what changed (1..200 characters); numeric ranges as in "
-            "the schema. The first call for a candidate records it as the best (after an "
-            "audit_candidate PASS). Each later call snapshots the files, runs audit_candidate (fresh hidden comparison), "
-            "then times the candidate against the best in one interleaved Spark run; it is accepted only if clean, equal "
-            "and faster with the whole 95% interval of the paired speedup above 1 + min_gain. Otherwise candidate/<name>.py "
-            "(and the candidate/ modules it imports) are restored byte for byte to the best; the attempt stays in its "
-            "snapshot. Returns accepted, reverted, the reason, the speedup vs the best with its interval, the advice (stop "
-            "after 10 steps or 3 rejections in a row); appends to .aether/journal.jsonl. Reports progress."
+            "Constraints: the tests must be frozen; `label` says what changed. The first call records the candidate as the "
+            "best (after an audit_candidate PASS). Each later call snapshots the files, runs audit_candidate, then times the "
+            "candidate against the best in one interleaved Spark run; accepted only if clean, equal and faster with the whole "
+            "95% interval above 1 + min_gain. Otherwise candidate/ files are restored byte for byte to the best (the attempt "
+            "stays in its snapshot). Returns accepted, reverted, reason, speedup and interval vs the best, advice (stop after "
+            "10 steps or 3 rejections in a row); appends to .aether/journal.jsonl. Reports progress."
         ),
     )
     async def try_optimization(

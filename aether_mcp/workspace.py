@@ -78,13 +78,13 @@ class SparkConfig(BaseModel):
 
 
 # local, local[4], local[*], local[2,3], spark://h:7077[,h2:7077], yarn, k8s://https://h:443
-SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.-]+:\d+(,[\w.-]+:\d+)*|yarn|k8s://\S+")
+SPARK_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|spark://[\w.-]+:\d+(,[\w.-]+:\d+)*|yarn|k8s://\S+|sc://[\w.-]+(:\d+)?(/;\S*)?")
 
 
 def check_master(master: str, what: str) -> str:
     """`master` if it is a Spark master URL, else an error that shows the accepted forms."""
     if not isinstance(master, str) or len(master) > 300 or not SPARK_MASTER.fullmatch(master):
-        raise ValueError(f"{what} {master!r} is not a Spark master URL; give local[*], local[N], spark://HOST:PORT, yarn or k8s://URL")
+        raise ValueError(f"{what} {master!r} is not a Spark master URL; give local[*], local[N], spark://HOST:PORT, yarn, k8s://URL or sc://HOST:PORT (Spark Connect)")
     return master
 
 

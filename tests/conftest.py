@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,80 @@ def workspace(root: SandboxRoot) -> str:
     created = workspaces.init_workspace(root, "jobs/shipping.py", "shipping_fee")
     (Path(created.workspace) / "tests" / "cases.py").write_text(SHIPPING_CASES)
     return created.workspace
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def standalone_cluster(tmp_path):
+    """A Spark standalone master and one worker on 127.0.0.1, stopped (process groups killed) afterwards."""
+    import signal
+    import subprocess
+
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp_path), "SPARK_WORKER_DIR": str(tmp_path / "work")}
+    port = _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    started = []
+    master_log = tmp_path / "master.log"
+    for argv, log in (
+        (["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port())], master_log),
+        (["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", str(_free_port())], tmp_path / "worker.log"),
+    ):
+        with open(log, "wb") as out:
+            started.append(subprocess.Popen([str(home / "bin" / "spark-class"), *argv], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
+        if log == master_log:
+            deadline = time.monotonic() + 60
+            while b"Starting Spark master" not in master_log.read_bytes() and time.monotonic() < deadline:
+                time.sleep(0.3)
+    deadline = time.monotonic() + 90
+    while b"Registering worker" not in master_log.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert b"Registering worker" in master_log.read_bytes(), master_log.read_text()[-2000:]
+    yield url
+    for process in started:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(10)
+
+
+@pytest.fixture
+def connect_server(tmp_path):
+    """A Spark Connect server on 127.0.0.1 (local[2] behind it), started from PySpark's own jars; stopped afterwards."""
+    import signal
+    import subprocess
+    import sys
+
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    port = _free_port()
+    log = tmp_path / "connect-server.log"
+    argv = [
+        str(home / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
+        "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+        "--conf", "spark.ui.enabled=false", "--conf", f"spark.local.dir={tmp_path / 'connect-local'}", "spark-internal",
+    ]  # fmt: skip
+    with open(log, "wb") as out:
+        process = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    while b"Spark Connect server started" not in log.read_bytes() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.3)
+    assert b"Spark Connect server started" in log.read_bytes(), log.read_text()[-3000:]
+    yield f"sc://127.0.0.1:{port}"
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(10)

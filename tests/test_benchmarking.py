@@ -1,7 +1,6 @@
 """generate_data and run_benchmark: deterministic data, interleaved timed runs, honest failures and refusals."""
 
 import json
-import os
 import shutil
 import threading
 import time
@@ -225,51 +224,6 @@ def test_cancelling_stops_the_benchmark_application(root, workspace, workers):
     assert _runner_processes() == []
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture
-def standalone_cluster(tmp_path):
-    """A Spark standalone master and one worker on 127.0.0.1, stopped (process groups killed) afterwards."""
-    import signal
-    import subprocess
-
-    import pyspark
-
-    home = Path(pyspark.__file__).parent
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp_path), "SPARK_WORKER_DIR": str(tmp_path / "work")}
-    port = _free_port()
-    url = f"spark://127.0.0.1:{port}"
-    started = []
-    master_log = tmp_path / "master.log"
-    for argv, log in (
-        (["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port())], master_log),
-        (["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", str(_free_port())], tmp_path / "worker.log"),
-    ):
-        with open(log, "wb") as out:
-            started.append(subprocess.Popen([str(home / "bin" / "spark-class"), *argv], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
-        if log == master_log:
-            deadline = time.monotonic() + 60
-            while b"Starting Spark master" not in master_log.read_bytes() and time.monotonic() < deadline:
-                time.sleep(0.3)
-    deadline = time.monotonic() + 90
-    while b"Registering worker" not in master_log.read_bytes() and time.monotonic() < deadline:
-        time.sleep(0.3)
-    assert b"Registering worker" in master_log.read_bytes(), master_log.read_text()[-2000:]
-    yield url
-    for process in started:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait(10)
-
-
 @pytest.mark.slow
 def test_the_benchmark_runs_on_the_standalone_cluster_frozen_in_aether_toml(tmp_path, workers, standalone_cluster):
     shutil.copytree(EXAMPLES / "loyalty_pricing", tmp_path / "loyalty_pricing")
@@ -283,6 +237,18 @@ def test_the_benchmark_runs_on_the_standalone_cluster_frozen_in_aether_toml(tmp_
     # The argument wins over aether.toml.
     local = run_benchmark(root, workers, ws, "discount_sql", rows=1000, repeats=1, warmup=0, modes=["floor"], master="local[2]")
     assert local.environment["master"] == "local[2]"
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_through_spark_connect(tmp_path, workers, connect_server):
+    shutil.copytree(EXAMPLES / "loyalty_pricing", tmp_path / "loyalty_pricing")
+    root = SandboxRoot(tmp_path)
+    ws = workspaces.init_workspace(root, "loyalty_pricing/job.py", "loyalty_discount", arg_types={"age": "int"}).workspace
+    files.write_file(root, ws, "candidate/discount_sql.py", (EXAMPLES / "loyalty_pricing" / "candidates" / "discount_sql.py").read_text())
+    result = run_benchmark(root, workers, ws, "discount_sql", rows=3000, repeats=2, warmup=0, modes=["original", "candidate"], master=connect_server)
+    assert result.environment["master"] == connect_server and result.failed == [] and result.speedup is not None
+    # the whole output checked in the same session, through the server
+    assert result.output_check.startswith("the candidate's output over all 3,000 rows equals"), result.output_check
 
 
 def test_a_master_that_is_not_a_spark_url_is_refused(tmp_path, root, workspace, workers):

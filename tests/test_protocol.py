@@ -33,6 +33,7 @@ TOOL_ORDER = [
     "remove_deviation",
     "generate_data",
     "run_benchmark",
+    "validate_on_data",
     "tune_arrow_batch",
     "micro_benchmark",
     "nsys_profile",
@@ -50,7 +51,7 @@ TOOL_ORDER = [
 READ_ONLY = {
     "scan_project", "workspace_status", "list_files", "read_file", "list_snapshots", "diff", "run_status",
     "run_tests", "coverage_report", "mutation_score", "audit_tests", "byte_compare", "audit_candidate",
-    "run_benchmark", "tune_arrow_batch", "micro_benchmark", "nsys_profile", "report",
+    "run_benchmark", "validate_on_data", "tune_arrow_batch", "micro_benchmark", "nsys_profile", "report",
 }
 
 pytestmark = pytest.mark.anyio

@@ -37,11 +37,7 @@ CONF_NOISE = ("spark.sql.warehouse.dir", "spark.sql.artifact")
 
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
-    progress = Path(request["progress"])
-
-    def report(done: int, total: int, message: str) -> None:
-        with progress.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"done": done, "total": total, "message": message}) + "\n")
+    report = result_file.progress_writer(request["progress"])
 
     from pyspark.sql import functions as F
 
@@ -388,14 +384,22 @@ def _environment(spark, request: dict[str, Any]) -> dict[str, Any]:
     return {
         "spark_version": spark.version,
         "master": request["master"],
-        "default_parallelism": spark.sparkContext.defaultParallelism,
-        "java_version": spark.sparkContext._jvm.System.getProperty("java.version"),
+        "default_parallelism": _driver_fact(lambda: spark.sparkContext.defaultParallelism),
+        "java_version": _driver_fact(lambda: spark.sparkContext._jvm.System.getProperty("java.version")),
         "python_version": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "cpu": cpu or platform.processor(),
         "memory_gib": round(memory_kb / 1024 / 1024, 1),
         "confs": {key: value for key, value in sorted(confs.items()) if key.startswith(CONF_PREFIXES) and not key.startswith(CONF_NOISE)},
     }
+
+
+def _driver_fact(read: Callable[[], Any]) -> Any:
+    """A fact only a local driver JVM knows; None through Spark Connect, where the driver is the server's."""
+    try:
+        return read()
+    except Exception:
+        return None
 
 
 if __name__ == "__main__":

@@ -12,7 +12,18 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
+
+
+def progress_writer(path: str | Path) -> Callable[[int, int, str], None]:
+    """A `report(done, total, message)` that appends one JSON line per step to `path`, which the server polls."""
+    progress = Path(path)
+
+    def report(done: int, total: int, message: str) -> None:
+        with progress.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"done": done, "total": total, "message": message}) + "\n")
+
+    return report
 
 
 def finish(path: str | Path, result: dict[str, Any], indent: int | None = None) -> NoReturn:

@@ -30,6 +30,8 @@ def create_session(master: str, conf: dict[str, str], app_name: str, quick_jit: 
     """
     from pyspark.sql import SparkSession
 
+    if master.startswith("sc://"):
+        return connect_session(master, conf)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     builder = SparkSession.builder.master(master).appName(app_name)
@@ -44,3 +46,17 @@ def create_session(master: str, conf: dict[str, str], app_name: str, quick_jit: 
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def connect_session(remote: str, conf: dict[str, str]):
+    """A Spark Connect session on `remote` (sc://host:port): the server owns the JVM and its Python workers.
+
+    Only session (spark.sql.*) confs can be set from a client; the others belong to whoever started the server.
+    """
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.remote(remote)
+    for key, value in conf.items():
+        if key.startswith("spark.sql."):
+            builder = builder.config(key, value)
+    return builder.getOrCreate()

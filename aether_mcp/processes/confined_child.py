@@ -62,10 +62,15 @@ def run(
     env_extra: dict[str, str],
     poll: Callable[[Path], None] | None = None,
     keep: tuple[str, ...] = (),
+    keep_folders: tuple[str, ...] = (),
     wrap: Callable[[list[str]], list[str]] | None = None,
     log_name: str = "run.log",
 ) -> ChildRun:
-    """`python -m module REQUEST` confined; its result and `keep` files end up in `folder`."""
+    """`python -m module REQUEST` confined; its result and `keep` files end up in `folder`.
+
+    `keep_folders`: folders the child wrote in its scratch (Parquet output, say), copied into
+    `folder` under the same names: regular files only, never through a symlink.
+    """
     with confinement.Scratch("child") as scratch:
         python_scratch = scratch.path / "python"
         python_scratch.mkdir()
@@ -97,8 +102,31 @@ def run(
             produced = scratch.path / name
             if produced.is_file() and not produced.is_symlink() and produced.stat().st_size <= MAX_COPIED_BYTES:
                 shutil.copyfile(produced, folder / name)
+        for name in keep_folders:
+            copy_regular_files(scratch.path / name, folder / name)
     try:
         raw = json.loads((folder / result_name).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raw = None
     return ChildRun(raw if isinstance(raw, dict) else None, ended, status)
+
+
+def copy_regular_files(source: Path, target: Path) -> int:
+    """Copy the regular files under `source` into `target` (made anew), skipping symlinks and special files; bytes copied."""
+    copied = 0
+    if not source.is_dir() or source.is_symlink():
+        return copied
+    target.mkdir(parents=True, exist_ok=False)
+    for entry in sorted(source.rglob("*")):
+        relative = entry.relative_to(source)
+        if any(part.is_symlink() for part in [source / Path(*relative.parts[: i + 1]) for i in range(len(relative.parts))]):
+            continue
+        if entry.is_dir():
+            (target / relative).mkdir(parents=True, exist_ok=True)
+        elif entry.is_file():
+            copied += entry.stat().st_size
+            if copied > MAX_COPIED_BYTES * 16:
+                raise OSError(f"{source} holds more than {MAX_COPIED_BYTES * 16} bytes")
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(entry, target / relative, follow_symlinks=False)
+    return copied

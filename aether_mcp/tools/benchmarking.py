@@ -28,7 +28,7 @@ from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
 from aether_mcp.processes import confined_child
-from aether_mcp.progress_report import Stages
+from aether_mcp.progress_report import ChildProgress, Stages
 from aether_mcp.evaluation.pandas_forms import EMPTY_GROUP_TYPE
 from aether_mcp.judge.raise_regions import RaiseRegions
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
@@ -314,21 +314,7 @@ def _run_application(
         "seed": secrets.randbits(32),
         **plan,
     }
-    seen = [0]
-
-    def poll(progress: Path) -> None:
-        try:
-            lines = progress.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            return
-        for line in lines[seen[0] :]:
-            try:
-                step = json.loads(line)
-            except ValueError:
-                break
-            report(int(step["done"]), int(step["total"]) or None, str(step["message"]))
-            seen[0] += 1
-
+    poll = ChildProgress(lambda step: report(int(step["done"]), int(step["total"]) or None, str(step["message"])))
     raw = _run_child(opened, "aether_mcp.confined.bench_runner", folder, request, "raw.json", data, timeout_s, cancel, poll, "the benchmark's Spark application", resolved)
     return folder, raw
 

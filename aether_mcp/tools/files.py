@@ -22,7 +22,7 @@ from aether_mcp.workspace import IGNORED_DIR_NAMES, STATE_DIR, Workspace
 MAX_WRITE_BYTES = 1024 * 1024
 MAX_LIST_ENTRIES = 50_000  # a walk stops counting here
 LIST_PAGE = 300  # entries per page: about 30 KB
-READABLE_STATE = ("runs", "bench", "profiles", "report")  # artifacts the tool results name
+READABLE_STATE = ("runs", "bench", "profiles", "report", "validate")  # artifacts the tool results name
 
 
 class ReadFileResult(BaseModel):
