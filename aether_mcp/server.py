@@ -28,7 +28,7 @@ from aether_mcp.progress_report import Monotonic
 from aether_mcp.workspace import SparkConfig
 from aether_mcp.workspace_derivation import DEFAULT_SPARK_CONF
 from aether_mcp.path_guard import SandboxRoot, root_problem
-from aether_mcp.tools import benchmarking, byte_compare, data_validation, case_recording, cheat_audit, conversion_report, deviation_records, files, freezing, optimization, profiling, project_scan, snapshots, spec_strength, test_audit, test_runs, workspaces
+from aether_mcp.tools import benchmarking, byte_compare, data_validation, job_conversion, case_recording, cheat_audit, conversion_report, deviation_records, files, freezing, optimization, profiling, project_scan, snapshots, spec_strength, test_audit, test_runs, workspaces
 
 INSTRUCTIONS = """\
 aether-mcp converts one PySpark Python UDF at a time into a faster equivalent (Spark SQL
@@ -279,13 +279,10 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Record the original's real outputs as behaviour cases",
         annotations=_annotations(read_only=False),
         description=(
-            "Constraints: `inputs` is a list of 1..1000 argument rows in UDF order, JSON values converted by the "
-            "declared argument types (floats may be \"NaN\", \"Infinity\", \"-Infinity\", \"-0.0\"; decimals numbers "
-            "or strings; dates \"YYYY-MM-DD\"; timestamps ISO 8601; binary {\"hex\": \"..\"}; arrays JSON arrays; structs "
-            "objects keyed by field name; maps objects, or lists of [key, value] pairs); refused while the tests "
-            "are frozen. Runs the original on the rows through Spark (reference worker) and appends them to "
-            "tests/cases.py with the original's output as `expected`, or the exception it raised as `raises`; rows "
-            "already there are skipped. `why` (optional) is stored with each case."
+            "Constraints: `inputs` is 1..1000 argument rows in UDF order, JSON values read by the declared types (floats may be "
+            "\"NaN\", \"Infinity\", \"-0.0\"; dates \"YYYY-MM-DD\"; timestamps ISO 8601; binary {\"hex\": \"..\"}; structs objects "
+            "by field; maps objects or [key, value] pairs); refused while the tests are frozen. Runs the original on them through "
+            "Spark and appends them to tests/cases.py with its output as `expected`, or what it raised as `raises`; known rows skipped."
         ),
     )
     async def record_cases(
@@ -301,12 +298,10 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Run the workspace's tests against a target through Spark",
         annotations=_annotations(read_only=True, idempotent=True),
         description=(
-            "Constraints: `target` is 'original' or 'candidate:<name>' (file candidate/<name>.py); the workspace "
-            "needs tests/test_*.py; the run is killed after `timeout_s` (default from aether.toml, 300 s). "
-            "Needs Java 17+. Runs pytest in a separate sandboxed process with the harness fixture "
-            "`udf_under_test(rows)` bound to the target: it evaluates argument rows through a real SparkSession "
-            "and returns the outputs. Returns counts, each test's outcome with a capped message, the path "
-            "of the full log, and the backend (a kernel candidate on the CPU backend is `simulated`). Reports progress; cancelling stops the run."
+            "Constraints: `target` is 'original' or 'candidate:<name>'; needs tests/test_*.py; killed after `timeout_s` "
+            "(default aether.toml's, 300 s). Runs pytest in a sandboxed process with the fixture `udf_under_test(rows)` bound to "
+            "the target, evaluating rows through a real SparkSession. Returns counts, each test's outcome with a capped message, "
+            "the log's path and the backend (`simulated` for a kernel on CPU). Reports progress; cancellable."
         ),
     )
     async def run_tests(
@@ -428,16 +423,12 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Prove a candidate equal to the original as Spark runs it",
         annotations=_annotations(read_only=True, idempotent=False),
         description=(
-            "Constraints: `candidate` names candidate/<name>.py; needs Java 17+. Runs the original (reference worker) and the candidate "
-            "(candidate worker, with a batch shape drawn per call) on every row of tests/cases.py, an edge corpus "
-            "of the argument types, and hidden rows generated from a fresh secret seed around the constants and "
-            "literals of the original; compares every output in the server, exactly (null only null, NaN only "
-            "NaN, -0.0 is not 0.0, floats bit for bit, types must match). Returns `equal`, per-source counts, the "
-            "first mismatches (hidden ones shrunk to small counterexamples), what the original raised on, the "
-            "policy, and where it ran: `backend` cpu or gpu (`backend` argument, default aether.toml's), `simulated` for a "
-            "kernel under numba's CUDA simulator, `gpu_verified` only when device counters (nsys, or CUPTI through PyTorch's profiler) saw the work on the GPU; "
-            "`confined` (Landlock, PID namespace) and `watch_events` (what the watch saw the candidate do). "
-            "Reports progress; cancelling stops it."
+            "Constraints: `candidate` names candidate/<name>.py. Runs the original (reference worker) and the candidate (confined "
+            "candidate worker, batch shape drawn per call) on every case, an edge corpus of the argument types, and hidden rows from a "
+            "fresh secret seed around the original's constants and literals; compares every output in the server exactly (null only "
+            "null, NaN only NaN, -0.0 is not 0.0, floats bit for bit, types must match). Returns `equal`, per-source counts, the first "
+            "mismatches (hidden ones shrunk), what the original raised on, the policy, `backend`, `simulated` (a kernel under the "
+            "CUDA simulator), `gpu_verified` (device counters saw the work), `confined` and `watch_events`. Reports progress; cancellable."
         ),
     )
     async def byte_compare_tool(
@@ -478,13 +469,12 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Declare a behaviour difference of a candidate",
         annotations=_annotations(read_only=False),
         description=(
-            "Constraints: `summary` and `reason` at least 10 characters each; give `ulp_tolerance` (floats "
-            "this many ULPs apart count as equal), `applies_to` (a Python-style predicate over the argument "
-            "names, e.g. \"amount is not None and amount < 0\": argument names, constants, comparisons, and/or/not, "
-            "arithmetic, abs/len/min/max/round/isnan/isinf/isfinite and a few string methods such as strip/lower), or both (the tolerance only on those rows). `applies_to` alone puts "
-            "those rows out of scope. `returns_where_original_raises`: where the original raises (on the rows `applies_to` "
-            "selects, or every row), the candidate may return a value instead of failing. Relaxes byte_compare and audit_candidate exactly as declared; every later "
-            "result lists the deviation. Returns the candidate's deviations; remove_deviation takes one back."
+            "Constraints: `summary` and `reason` at least 10 characters; give `ulp_tolerance` (floats this many ULPs apart are "
+            "equal), `applies_to` (a predicate over the argument names, e.g. \"amount is not None and amount < 0\": comparisons, "
+            "and/or/not, arithmetic, abs/len/min/max/round/isnan/isinf and string methods such as strip/lower), or both (the "
+            "tolerance on those rows only); `applies_to` alone puts those rows out of scope. `returns_where_original_raises`: "
+            "where the original raises, the candidate may return a value. Relaxes comparisons exactly as declared; every later "
+            "result lists it. Returns the candidate's deviations."
         ),
     )
     def record_deviation(
@@ -569,12 +559,11 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Compare original and candidate over the user's own data, inside Spark",
         annotations=_annotations(read_only=True, idempotent=False),
         description=(
-            "Constraints: not for aggregations; data is a Parquet, CSV, JSON or ORC file or folder inside the root, or a URI the master "
-            "can read (format= when the name does not say). Three Spark applications on `master`: the original over the data's argument "
-            "columns (`columns`, in argument order; default the argument names; cast to the declared types), the candidate confined over "
-            "the same numbered rows, then a comparison in Spark (null-safe, NaN only equal to NaN, -0.0 apart from 0.0, floats exact or "
-            "within recorded ULP deviations, nested values field by field, raises matched). Returns verdict, rows_compared, counts by "
-            "mismatch kind, rows the original raised on, up to 20 mismatching rows, each side's seconds, and result_path."
+            "Constraints: not for aggregations; data: Parquet, CSV, JSON or ORC inside the root, or a URI the master reads. "
+            "Three Spark applications on `master`: the original over the data's argument columns (`columns`, in argument order, "
+            "cast to the declared types), the candidate confined over the same numbered rows, then a comparison in Spark "
+            "(null-safe, NaN only NaN, -0.0 apart, floats exact or within recorded ULPs, nested values, raises matched). Returns "
+            "verdict, rows_compared, counts by mismatch kind, rows the original raised on, 20 mismatching rows, each side's seconds."
         ),
     )
     async def validate_on_data(
@@ -594,12 +583,10 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         title="Sweep the Arrow batch size for a vectorized candidate",
         annotations=_annotations(read_only=True, idempotent=False),
         description=(
-            "Constraints: a vectorized (or, on a GPU, kernel) candidate that passes byte_compare on 2000 hidden rows; "
-            "sizes: 1 to 12 values of spark.sql.execution.arrow.maxRecordsPerBatch (default 1000, 10000, 50000, "
-            "100000, 500000). Times the candidate (and a pandas UDF original) at each "
-            "size in the benchmark's own Spark application, interleaved after a warm-up round, with the peak memory of "
-            "the Python workers. Returns the points, the fastest size per target, the setting to use in the job, and "
-            "artifacts {json, chart}. Reports progress; cancelling stops it."
+            "Constraints: a vectorized (on a GPU, kernel) candidate that passes byte_compare on 2000 hidden rows; 1 to 12 values "
+            "of spark.sql.execution.arrow.maxRecordsPerBatch (default 1000 to 500000). Times the candidate (and a pandas UDF "
+            "original) at each size in the benchmark's application, interleaved, with the Python workers' peak memory. Returns "
+            "the points, the fastest size, the setting to use, and artifacts {json, chart}. Reports progress; cancellable."
         ),
     )
     async def tune_arrow_batch(
@@ -697,6 +684,22 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
     )
     def report(workspace: WorkspaceArg) -> conversion_report.ReportResult:
         return conversion_report.report(sandbox, workspace)
+
+    @server.tool(
+        name="apply_conversion",
+        title="Write the job with its UDF replaced by a verified candidate, next to the original",
+        annotations=_annotations(read_only=False, idempotent=True),
+        description=(
+            "Constraints: the candidate has byte_compare equal and audit_candidate PASS on its current file; sql or vectorized. "
+            "Never edits your files: writes <job>.converted.py and <udf>_<candidate>.py beside the job (replacing only its own "
+            "earlier output) and a diff under .aether/report/. The UDF's definition becomes the candidate's wiring: sql, a function "
+            "returning its Column (withColumn sites use with_<udf>); vectorized, a scalar Arrow UDF (a registered name stays "
+            "registered). Checked first: it parses, no Python UDF is left for the function, it imports (confined) without "
+            "starting Spark. Returns the paths, the checks and how to adopt it."
+        ),
+    )
+    async def apply_conversion(workspace: WorkspaceArg, candidate: CandidateArg, ctx: Context) -> job_conversion.ApplyConversionResult:
+        return await _in_thread(ctx, lambda cancel, progress: job_conversion.apply_conversion(sandbox, workspace, candidate))
 
     @server.tool(
         name="snapshot",

@@ -39,6 +39,7 @@ TOOL_ORDER = [
     "nsys_profile",
     "try_optimization",
     "report",
+    "apply_conversion",
     "snapshot",
     "list_snapshots",
     "diff",
