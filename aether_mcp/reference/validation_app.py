@@ -3,16 +3,17 @@
 Two phases, each its own application, with the candidate's application (aether_mcp.confined.
 validation_app) between them; no application ever holds both the original and the candidate.
 
-- `original`: reads the user's data, takes the argument columns (cast to the declared types),
-  numbers the rows and writes them as `inputs/`; then runs the original over them as the job
-  wires it and writes `original/` (row id, output, error). Where the original raises on some
-  rows, the job as written would fail: the raising rows are found in one job by the same probe
-  byte_compare uses, recorded with their error, and the original runs over the rest.
-- `compare`: joins the inputs, the original's and the candidate's outputs on the row id and
-  classifies every row inside Spark (null-safe, NaN equal only to NaN, -0.0 apart from 0.0,
-  floats by their exact text or within a declared ULP tolerance, structs, arrays and maps by
-  their canonical JSON, raises matched). Only the counts and up to `samples` rows reach the
-  driver.
+- `inputs`: reads the user's data, takes the argument columns (cast to the declared types),
+  numbers the rows and writes them as `inputs/`. Nothing of the original runs yet.
+- `compare`, after the candidate's application has ended: runs the original over `inputs/` as
+  the job wires it and writes `original/` (row id, output, error), so its outputs never exist
+  while candidate code runs (on a cluster, the candidate's executors are not confined). Where
+  the original raises on some rows, the job as written would fail: those rows are found in one
+  job by the probe byte_compare uses, kept with their error, and the original runs over the
+  rest. Then the inputs and both outputs are joined on the row id and every row classified
+  inside Spark (null-safe, NaN equal only to NaN, -0.0 apart from 0.0, floats by their exact
+  text or within a declared ULP tolerance, structs, arrays and maps by their canonical JSON,
+  raises matched). Only the counts and up to `samples` rows reach the driver.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 from aether_mcp.confined import result_file
 from aether_mcp.evaluation.data_runs import UserFacing, apply_and_write, first_line, session
 
-ORIGINAL_PHASE, COMPARE_PHASE = "original", "compare"
+INPUTS_PHASE, COMPARE_PHASE = "inputs", "compare"
 INPUTS, ORIGINAL, CANDIDATE = "inputs", "original", "candidate"
 KIND = "__aether_kind"
 # mismatch kinds, in the order results list them
@@ -49,8 +50,8 @@ def main(argv: list[str]) -> int:
     report = result_file.progress_writer(request["progress"])
 
     try:
-        if request["phase"] == ORIGINAL_PHASE:
-            result = run_original(request, report)
+        if request["phase"] == INPUTS_PHASE:
+            result = run_inputs(request, report)
         else:
             result = run_compare(request, report)
     except UserFacing as exc:
@@ -102,31 +103,26 @@ def argument_inputs(config, frame, data: dict[str, Any]):
         raise UserFacing(f"the data's columns do not cast to the UDF's argument types ({first_line(exc)}); casts asked: {casts}") from None
 
 
-def run_original(request: dict[str, Any], report) -> dict[str, Any]:
+def run_inputs(request: dict[str, Any], report) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
-    from aether_mcp.evaluation.target_evaluation import ROW_ID, argument_columns, is_import_failure
-    from aether_mcp.reference.original import load_original
+    from aether_mcp.evaluation.target_evaluation import ROW_ID
 
     folder = Path(request["folder"])
-    report(0, 4, f"starting Spark ({request['master']})")
-    config, spark = session(request, "aether-mcp-validate-original")
+    report(0, 2, f"starting Spark ({request['master']})")
+    config, spark = session(request, "aether-mcp-validate-inputs")
     frame, casts = argument_inputs(config, read_data(spark, request["data"]), request["data"])
     if request.get("limit"):
         frame = frame.limit(int(request["limit"]))
-    report(1, 4, "numbering the rows and writing the inputs")
+    report(1, 2, "numbering the rows and writing the inputs")
     started = time.perf_counter()
     frame.withColumn(ROW_ID, F.monotonically_increasing_id()).select(ROW_ID, *[arg.name for arg in config.udf.args]).write.parquet(str(folder / INPUTS))
-    inputs = spark.read.parquet(str(folder / INPUTS))
-    rows = inputs.count()
+    rows = spark.read.parquet(str(folder / INPUTS)).count()
     inputs_s = time.perf_counter() - started
-    loaded = load_original(config, request["original"]["source"], request["original"]["filename"])
-    report(2, 4, f"running the original over {rows} rows")
-    ran = apply_and_write(spark, loaded, inputs, argument_columns(config), str(folder / ORIGINAL), is_import_failure)
-    report(4, 4, "done")
+    report(2, 2, f"{rows} rows written")
     environment = {"spark_version": spark.version, "master": request["master"], "default_parallelism": _parallelism(spark)}
     spark.stop()
-    return {"rows": rows, "casts": casts, "inputs_s": round(inputs_s, 3), **ran, "environment": environment}
+    return {"rows": rows, "casts": casts, "inputs_s": round(inputs_s, 3), "environment": environment}
 
 
 # --- compare ---------------------------------------------------------------------------------------
@@ -137,20 +133,27 @@ def run_compare(request: dict[str, Any], report) -> dict[str, Any]:
 
     from aether_mcp.evaluation.target_evaluation import ERROR, OUTPUT, ROW_ID
 
+    from aether_mcp.evaluation.target_evaluation import argument_columns, is_import_failure
+    from aether_mcp.reference.original import load_original
+
     folder = Path(request["folder"])
-    report(0, 3, f"starting Spark ({request['master']})")
+    report(0, 4, f"starting Spark ({request['master']})")
     config, spark = session(request, "aether-mcp-validate-compare")
     names = [arg.name for arg in config.udf.args]
     inputs = spark.read.parquet(str(folder / INPUTS))
+    # the original runs only now, after the candidate's application ended: its outputs never existed while candidate code ran
+    loaded = load_original(config, request["original"]["source"], request["original"]["filename"])
+    report(1, 4, "running the original")
+    ran = apply_and_write(spark, loaded, inputs, argument_columns(config), str(folder / ORIGINAL), is_import_failure)
     original = spark.read.parquet(str(folder / ORIGINAL))
     candidate = spark.read.parquet(str(folder / CANDIDATE))
     out_type = original.schema[OUTPUT].dataType
     if not candidate.schema[OUTPUT].dataType == out_type:
         candidate_type = candidate.schema[OUTPUT].dataType.simpleString()
-        report(3, 3, "done")
+        report(4, 4, "done")
         spark.stop()
-        return {"type_mismatch": f"the candidate returns {candidate_type}, the original {out_type.simpleString()}"}
-    report(1, 3, "counting rows by id")
+        return {"type_mismatch": f"the candidate returns {candidate_type}, the original {out_type.simpleString()}", "original": ran}
+    report(2, 4, "counting rows by id")
     ids = candidate.groupBy(ROW_ID).count()
     extra = ids.join(inputs.select(ROW_ID), ROW_ID, "left_anti")
     counted = ids.select(
@@ -164,7 +167,7 @@ def run_compare(request: dict[str, Any], report) -> dict[str, Any]:
     allowed = bool(request.get("returns_where_original_raises"))
     kind, within = classify(F.col("o"), F.col("c"), out_type, tolerance, allowed)
     classified = joined.withColumn(KIND, kind).withColumn("__aether_within", within)
-    report(2, 3, "classifying every row")
+    report(3, 4, "classifying every row")
     groups = classified.groupBy(KIND, F.col("oe").isNotNull().alias("raised"), F.col("__aether_within")).count().collect()
     counts = {name: 0 for name in KINDS}
     rows = raised_rows = within_tolerance = allowed_rows = 0
@@ -181,9 +184,10 @@ def run_compare(request: dict[str, Any], report) -> dict[str, Any]:
     if limit and any(counts.values()):
         picked = classified.where(F.col(KIND).isNotNull() & (F.col(KIND) != "allowed")).select(ROW_ID, KIND, *[F.col(f"`{n}`") for n in names], "o", "oe", "c", "ce").limit(limit).collect()
         samples = [sample(row, names) for row in picked]
-    report(3, 3, "done")
+    report(4, 4, "done")
     spark.stop()
     return {
+        "original": ran,
         "rows": rows,
         "counts": counts,
         EXTRA_ROWS: int(extra_rows),

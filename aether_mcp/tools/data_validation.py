@@ -4,10 +4,11 @@ Three Spark applications, one after the other, never one holding both the origin
 candidate (aether_mcp.reference.validation_app, aether_mcp.confined.validation_app):
 
 1. trusted: read the data, cast the argument columns to the declared types, number the rows,
-   write them as `inputs/`, run the original over them, write its outputs (and the rows it raised on);
+   write them as `inputs/`;
 2. confined: read `inputs/` only, run the candidate as a job wires it, write its outputs;
-3. trusted: join the three on the row id and count mismatches by kind in Spark; collect only
-   the counts and up to 20 mismatching rows.
+3. trusted, once the candidate's application has ended: run the original over `inputs/`, write
+   its outputs (and the rows it raised on), join the three on the row id and count mismatches
+   by kind in Spark; collect only the counts and up to 20 mismatching rows.
 
 Everything lands under `.aether/validate/<run>/`, with a result JSON the result links.
 """
@@ -38,13 +39,13 @@ EXTENSIONS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "
 SAMPLES = 20
 DEFAULT_TIMEOUT_S = 900
 Progress = Callable[[int, int | None, str], None]
-# steps each application reports: the original's (4), the candidate's (3), the comparison's (3)
-STEPS = (4, 3, 3)
+# steps each application reports: the inputs' (2), the candidate's (3), the original's and the comparison's (4)
+STEPS = (2, 3, 4)
 
 
 class SideRun(BaseModel):
     seconds: float = Field(description="seconds of the job that ran it over the rows and wrote its outputs, as its application timed it")
-    application_s: float = Field(description="the whole application's wall seconds (Spark start included), timed by the server")
+    application_s: float = Field(description="wall seconds of the application that ran it (Spark start included; the original's also compares), timed by the server")
     raised_rows: int = Field(description="rows it raised on")
     timed: str = Field(description="which rows the seconds cover")
 
@@ -128,17 +129,24 @@ def validate_on_data(
     def forward(step: dict[str, Any]) -> None:
         report(min(total, offset[0] + int(step["done"])), total, str(step["message"]))
 
-    # 1. the original, trusted
-    source = {"source": opened.verified_original(), "filename": str(opened.path / "original" / "udf.py")}
-    original = _trusted(opened, folder, "original", {**base, "phase": "original", "original": source, "data": {"path": location, "format": fmt, "columns": columns}, "limit": limit}, deadline, cancel, forward)
+    # 1. the inputs, trusted
+    inputs = _trusted(opened, folder, "inputs", {**base, "phase": "inputs", "data": {"path": location, "format": fmt, "columns": columns}, "limit": limit}, deadline, cancel, forward)
     offset[0] += STEPS[0]
     # 2. the candidate, confined, reading only the numbered inputs
     candidate_raw, candidate_s, status = _confined(opened, folder, target, {**base, "inputs": str(folder / "inputs")}, deadline, cancel, forward)
     offset[0] += STEPS[1]
-    # 3. the comparison, trusted
+    # 3. the original and the comparison, trusted, once no candidate code runs
+    source = {"source": opened.verified_original(), "filename": str(opened.path / "original" / "udf.py")}
     compared = _trusted(
-        opened, folder, "compare", {**base, "phase": "compare", "ulp_tolerance": tolerance, "returns_where_original_raises": allowed, "samples": SAMPLES}, deadline, cancel, forward
+        opened,
+        folder,
+        "compare",
+        {**base, "phase": "compare", "original": source, "ulp_tolerance": tolerance, "returns_where_original_raises": allowed, "samples": SAMPLES},
+        deadline,
+        cancel,
+        forward,
     )
+    original = {**compared["original"], "application_s": compared["application_s"]}
     if "type_mismatch" in compared:
         raise ToolError(f"{compared['type_mismatch']}: the outputs cannot be compared; run_tests and byte_compare show the same (log: {folder}).")
     counts = compared["counts"]
@@ -170,7 +178,7 @@ def validate_on_data(
         within_tolerance=compared["within_tolerance"],
         allowed_returns=compared["allowed_returns"],
         samples=[Mismatch(**s) for s in compared["samples"]],
-        casts=original["casts"],
+        casts=inputs["casts"],
         deviations_applied=applied,
         deviations_not_applied=not_applied,
         original=SideRun(seconds=original["seconds"], application_s=original["application_s"], raised_rows=original["raised_rows"], timed=original["timed"]),
@@ -265,7 +273,7 @@ def _trusted(opened: Workspace, folder: Path, phase: str, request: dict[str, Any
         )
         poll(scratch.path / "progress.jsonl")
         raw = _read(scratch.path / "result.json")
-    what = "the original's Spark application" if phase == "original" else "the comparison's Spark application"
+    what = "the Spark application that reads the data" if phase == "inputs" else "the Spark application that runs the original and compares"
     _check_ended(ended, what, raw)
     if raw.get("error"):
         raise ToolError(f"validate_on_data stopped in {what}: {raw['error']} (log: {folder / f'{phase}.log'})")
