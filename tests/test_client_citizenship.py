@@ -521,9 +521,11 @@ def spin(n: int) -> int:
 SPIN_CANDIDATE = 'TARGET = "sql"\n\n\ndef build(n):\n    return n.cast("long")\n'
 
 
-async def _cancelled_midway(client, ws: str, tool: str, arguments: dict, *, after_s: float | None = None) -> None:
-    """Start `tool` in the background, cancel it once it is under way, and check that it stopped and left nothing."""
-    started = await ok(client, "start_run", tool=tool, arguments={"workspace": ws, **arguments})
+async def _cancelled_midway(client, ws: str, tool: str, arguments: dict, *, after_s: float | None = None, marks: tuple[str, ...] = ()) -> None:
+    """Start `tool` in the background, cancel it once it is under way, and check that it stopped and left nothing:
+    no process mentions the workspace (or `marks`, for a tool that works outside it), and the next call works."""
+    call = arguments if tool == "scan_project" else {"workspace": ws, **arguments}
+    started = await ok(client, "start_run", tool=tool, arguments=call)
     with anyio.fail_after(180):
         if after_s is not None:
             await anyio.sleep(after_s)
@@ -535,7 +537,7 @@ async def _cancelled_midway(client, ws: str, tool: str, arguments: dict, *, afte
     cancelled = await ok(client, "cancel_run", run_id=started["run_id"])
     assert cancelled["status"] == "cancelled" and cancelled["result"] is None, (tool, cancelled)
     with anyio.fail_after(30):
-        while _processes_mentioning(ws):
+        while any(_processes_mentioning(text) for text in (ws, *marks)):
             await anyio.sleep(0.5)
     after = await ok(client, "run_tests", workspace=ws, target="original")  # the next call works (a stopped worker is replaced)
     assert after["failed"] == after["errors"] == 0 and after["passed"] > 0, tool
@@ -565,3 +567,17 @@ async def test_each_long_tool_started_in_the_background_can_be_cancelled_midway_
     ]:
         await _cancelled_midway(client, ws, tool, arguments)
     assert not list((Path(ws) / ".aether" / "data").glob("*.partial"))  # cancelled data generation keeps nothing
+
+    # validate_on_data over the user's data: three Spark applications one after the other
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"n": pa.array([200_000 + i for i in range(2000)], pa.int64())}), root.path / "spins.parquet")
+    await _cancelled_midway(client, ws, "validate_on_data", {"candidate": "fast", "data": "spins.parquet"})
+    assert not list((Path(ws) / ".aether" / "validate").glob("*/result.json"))  # no verdict from a cancelled validation
+    # scan_project times each UDF in a child process (about 0.3 s each) outside any workspace
+    spins = "".join(f'\n\n@udf("long")\ndef spin_{k}(n: int) -> int:\n    return sum(k % 7 for k in range(min(abs(n or 0), 200_000)))\n' for k in range(24))
+    (root.path / "spins").mkdir()
+    (root.path / "spins" / "many.py").write_text(f"from pyspark.sql.functions import udf\n{spins}", encoding="utf-8")
+    await _cancelled_midway(client, ws, "scan_project", {"path": "spins"}, marks=("aether-scan-", "aether-overhead-"))
+    assert (await ok(client, "scan_project", path="spins"))["udfs_found"] == 24  # and a whole scan still works after it
