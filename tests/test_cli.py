@@ -39,7 +39,7 @@ def test_demo_runs_the_loop_and_prints_a_summary(tmp_path):
     assert "16. try_optimization -> step 0: recorded as the best version" in out
     assert "17. try_optimization -> step 1 ('one expression instead of steps'): accepted=False, reverted=True; audit_candidate FAIL" in out
     assert "candidate/discount_sql.py restored byte for byte: True" in out
-    assert "18. report         -> ship discount_sql, " in out and "9 sections: the code that replaces the UDF in the job, then the command to verify it" in out
+    assert "18. report         -> ship discount_sql, " in out and "10 sections: the code that replaces the UDF in the job, then the command to verify it" in out
     assert "19. aether-mcp verify --root " in out and "-> passed: job source warn, reference pass, cases pass, coverage pass, mutation pass, candidate pass" in out
     report = kept / "aether_workspaces" / "loyalty_discount" / ".aether" / "report" / "report.md"
     assert f"report written to {report}" in out and "## Recommendation" in report.read_text()

@@ -16,6 +16,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.tools import workspaces
+from aether_mcp.tools.conversion_report import report
 from aether_mcp.tools.data_validation import validate_on_data
 from conftest import VECTORIZED_CANDIDATE
 
@@ -139,6 +140,11 @@ def test_the_planted_mismatches_are_counted_exactly_by_kind(root, planted):
     assert result.master == "local[*]" and result.format == "parquet" and result.casts == []
     assert result.confined, result.confinement
     assert all(later[0] >= earlier[0] for earlier, later in zip(seen, seen[1:])) and seen[-1][0] == seen[-1][1]
+    # the report shows the run with its counts by kind, as evidence on the candidate's current content
+    section = _section(report(root, workspace).embedded_markdown, "Validation on data")
+    row = next(line for line in section if line.startswith(f"| {Path(result.result_path).parent.name} |"))
+    assert "| planted |" in row and f"| {result.rows_compared:,} of {result.rows:,} |" in row and "| mismatch |" in row
+    assert all(f"{kind} {n}" in row for kind, n in _expected(weight, missing).items() if n)
 
 
 @pytest.mark.slow
@@ -164,6 +170,18 @@ def test_an_equal_candidate_over_csv_with_other_column_names_is_equal_and_timed(
     assert [(c["argument"], c["from"], c["to"]) for c in result.casts] == [("weight", "string", "double"), ("express", "string", "boolean")]
     assert result.original.raised_rows == 0 and result.candidate_run.raised_rows == 0 and result.speedup is not None and result.speedup > 0
     assert result.original.timed == result.candidate_run.timed == "every row, as the job wires it"
+    # the report counts it as evidence for the candidate it ran, until the candidate changes
+    assert "| equal |" in "\n".join(_section(report(root, workspace).embedded_markdown, "Validation on data"))
+    with open(Path(workspace) / "candidate" / "fee.py", "a") as changed:
+        changed.write("# edited after the validation\n")
+    assert "| equal (stale) |" in "\n".join(_section(report(root, workspace).embedded_markdown, "Validation on data"))
+
+
+def _section(markdown: str, title: str) -> list[str]:
+    lines = markdown.splitlines()
+    start = lines.index(f"## {title}")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return lines[start + 1 : end]
 
 
 def test_validate_on_data_refuses_what_it_cannot_compare(root, workspace):

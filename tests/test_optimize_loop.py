@@ -130,7 +130,7 @@ async def test_the_four_phases_through_mcp(root, workers):
             assert written["recommended"] is None and written["recommendation"].startswith("ship none: keep the UDF.")
             assert f"(95% CI {low:.2f}-{high:.2f})" in written["recommendation"] and "How to wire it" not in markdown
         assert written["embedded_markdown"] == markdown
-        for section in ("The UDF and its source", "Tests", "Candidates", "Recorded deviations", "Benchmarks", "Profiles", "Optimization journal", "Recommendation"):
+        for section in ("The UDF and its source", "Tests", "Candidates", "Recorded deviations", "Benchmarks", "Validation on data", "Profiles", "Optimization journal", "Recommendation"):
             assert f"## {section}" in markdown
         assert "drop the wasted sort" in markdown and "skip the express surcharge" in markdown
         assert "unfreezes: 1" in markdown and "checking that an older audit is not reused" in markdown

@@ -424,7 +424,7 @@ async def test_report_through_the_protocol_before_any_candidate(client):
     written = await ok(client, "report", workspace=ws)
     assert written["recommended"] is None and written["recommendation"].startswith("no candidate is verified yet")
     assert Path(written["artifacts"]["markdown"]).read_text() == written["embedded_markdown"]
-    assert written["sections"] == ["The UDF and its source", "Tests", "Candidates", "Recorded deviations", "Benchmarks", "Profiles", "Optimization journal", "Recommendation", "Before shipping: verify"]
+    assert written["sections"] == ["The UDF and its source", "Tests", "Candidates", "Recorded deviations", "Benchmarks", "Validation on data", "Profiles", "Optimization journal", "Recommendation", "Before shipping: verify"]
     read = await ok(client, "read_file", workspace=ws, path=".aether/report/report.md")
     assert read["content"] == written["embedded_markdown"]
 

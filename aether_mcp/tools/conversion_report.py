@@ -24,6 +24,7 @@ from aether_mcp.candidates import BadCandidate, declared_target
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import spec_strength
 from aether_mcp.tools.benchmarking import BENCH_DIR
+from aether_mcp.tools.data_validation import VALIDATE_DIR
 from aether_mcp.tools.optimization import best_versions, journal_entries
 from aether_mcp.tools.profiling import PROFILES_DIR
 from aether_mcp.tools.workspaces import WorkspaceStatusResult, open_named, workspace_status
@@ -81,6 +82,7 @@ def collect(root: SandboxRoot, opened: Workspace) -> dict[str, Any]:
         "candidates": candidates,
         "deviations": {name: c["deviations"] for name, c in candidates.items() if c["deviations"]},
         "benchmarks": benchmarks,
+        "validations": _validations(opened, candidates),
         "arrow_batch": _arrow_batch_runs(opened),
         "profiles": _profiles(opened),
         "journal": journal_entries(opened),
@@ -161,6 +163,35 @@ def _benchmarks(opened: Workspace) -> list[dict[str, Any]]:
                 "cores": (data.get("environment") or {}).get("cpu_count"),
                 "spark_version": (data.get("environment") or {}).get("spark_version"),
                 "chart": (data.get("artifacts") or {}).get("chart"),
+                "json": str(path),
+            }
+        )
+    return runs
+
+
+def _validations(opened: Workspace, candidates: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each validate_on_data run, oldest first; `current` when it ran the candidate's present content."""
+    runs = []
+    for path, data in _recorded(opened.state_dir / VALIDATE_DIR, "result.json"):
+        name = data.get("candidate")
+        digest = data.get("candidate_digest")
+        runs.append(
+            {
+                "run": path.parent.name,
+                "candidate": name,
+                "data": data.get("data"),
+                "master": data.get("master"),
+                "verdict": data.get("verdict"),
+                "rows": data.get("rows"),
+                "rows_compared": data.get("rows_compared"),
+                "original_raised": data.get("original_raised"),
+                "mismatches": data.get("mismatches"),
+                "counts": {kind: n for kind, n in (data.get("counts") or {}).items() if n},
+                "extra_rows": data.get("extra_rows"),
+                "duplicate_rows": data.get("duplicate_rows"),
+                "deviations_not_applied": data.get("deviations_not_applied") or [],
+                "confined": data.get("confined"),
+                "current": digest is not None and digest == (candidates.get(name) or {}).get("digest"),
                 "json": str(path),
             }
         )
@@ -466,6 +497,8 @@ def render_markdown(data: dict[str, Any]) -> str:
     for run in data["arrow_batch"]:
         out += [f"Arrow batch sweep of {run['candidate']}: {run['recommendation']}", ""]
 
+    out += _validation_section(data["validations"], recommendation.get("candidate"))
+
     out += ["## Profiles", ""]
     if data["profiles"]:
         for p in data["profiles"]:
@@ -517,6 +550,27 @@ def render_markdown(data: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _validation_section(runs: list[dict[str, Any]], recommended: str | None) -> list[str]:
+    out = ["## Validation on data", ""]
+    if runs:
+        out += ["| run | candidate | data | master | rows compared | original raised | verdict | mismatches by kind |", "|---|---|---|---|---|---|---|---|"]
+        for v in runs:
+            kinds = dict(v["counts"])
+            kinds.update({k: v[k] for k in ("extra_rows", "duplicate_rows") if v.get(k)})
+            kinds_cell = ", ".join(f"{kind} {n}" for kind, n in kinds.items()) or "-"
+            verdict = f"{v['verdict']}{'' if v['current'] else ' (stale)'}"
+            where = f"{v['master']}{'' if v['confined'] else ' (unconfined)'}{'' if str(v['master']).startswith('local') else ' (executors unconfined)'}"
+            out.append(f"| {v['run']} | {v['candidate']} | `{str(v['data']).replace('|', '%7C')}` | {where} | {v['rows_compared']:,} of {v['rows']:,} | {v['original_raised']:,} | {verdict} | {kinds_cell} |")
+        out += ["", "The original and the candidate over the job's own data, compared inside Spark (validate_on_data). "
+                "(stale: the candidate's content differs from the one that ran.)", ""]
+    else:
+        out += ["No validate_on_data yet.", ""]
+    if recommended and not any(v["candidate"] == recommended and v["current"] and v["verdict"] == "equal" for v in runs):
+        out += [f"`{recommended}` has no equal validation on data for its current content: run `validate_on_data(workspace, \"{recommended}\", data)` "
+                "on a sample of the job's real input before shipping.", ""]
+    return out
 
 
 def _where(compare: dict[str, Any]) -> str:

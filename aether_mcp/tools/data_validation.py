@@ -15,6 +15,7 @@ Everything lands under `.aether/validate/<run>/`, with a result JSON the result 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import threading
@@ -133,7 +134,7 @@ def validate_on_data(
     inputs = _trusted(opened, folder, "inputs", {**base, "phase": "inputs", "data": {"path": location, "format": fmt, "columns": columns}, "limit": limit}, deadline, cancel, forward)
     offset[0] += STEPS[0]
     # 2. the candidate, confined, reading only the numbered inputs
-    candidate_raw, candidate_s, status = _confined(opened, folder, target, {**base, "inputs": str(folder / "inputs")}, deadline, cancel, forward)
+    candidate_raw, candidate_s, status, digest = _confined(opened, folder, target, {**base, "inputs": str(folder / "inputs")}, deadline, cancel, forward)
     offset[0] += STEPS[1]
     # 3. the original and the comparison, trusted, once no candidate code runs
     source = {"source": opened.verified_original(), "filename": str(opened.path / "original" / "udf.py")}
@@ -189,7 +190,8 @@ def validate_on_data(
         result_path=str(folder / "result.json"),
         duration_s=round(time.monotonic() - started, 3),
     )
-    (folder / "result.json").write_text(result.model_dump_json(indent=2), encoding="utf-8")
+    # the digest of the source that ran, so the report can tell a validation of the current candidate from an old one
+    (folder / "result.json").write_text(json.dumps({**result.model_dump(mode="json"), "candidate_digest": digest}, indent=2), encoding="utf-8")
     report(total, total, f"{verdict}: {rows_compared} rows compared, {mismatches} mismatching")
     return result
 
@@ -311,7 +313,7 @@ def _confined(opened: Workspace, folder: Path, target: str, request: dict[str, A
     if not produced.is_dir():
         raise ToolError(f"{what} wrote no output (log: {folder / 'candidate.log'}).")
     produced.rename(folder / "candidate")
-    return raw, child.ended.duration_s, child.confinement
+    return raw, child.ended.duration_s, child.confinement, hashlib.sha256(request["candidate"]["source"].encode()).hexdigest()
 
 
 def _check_ended(ended: subprocess_runner.ProcessResult, what: str, raw: dict[str, Any] | None) -> None:
