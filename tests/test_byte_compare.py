@@ -10,7 +10,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, workspaces
-from aether_mcp.tools.byte_compare import byte_compare
+from aether_mcp.judge.compare import Difference
+from aether_mcp.tools.byte_compare import MISMATCHES_PER_SOURCE, _examples, byte_compare
 from aether_mcp.tools.test_runs import run_tests
 from conftest import EXAMPLE_UDFS, EXAMPLES, SQL_CANDIDATE, VECTORIZED_CANDIDATE
 
@@ -256,6 +257,23 @@ def test_mismatches_are_counted_by_kind_and_shown_as_distinct_examples(math_root
         assert len(pairs) == len(set(pairs)) or sum(k.distinct for k in counted) < len(pairs)
     edge = {k.kind for k in result.mismatch_kinds if k.source == "edge"}
     assert edge == {"value", "null vs value"}
+
+
+def test_examples_show_new_pairs_of_every_kind_before_any_repeat():
+    # a kind with two pairs over many rows (zeros become null) listed first, and a kind with a new pair on every row
+    expected = [0.0, -0.0] * 30 + [float(k) for k in range(1, 31)]
+    actual = [None] * 60 + [-float(k) for k in range(1, 31)]
+    groups = {
+        ("hidden", "null vs value"): [(i, Difference("null vs value", "")) for i in range(60)],
+        ("hidden", "value"): [(i, Difference("value", "")) for i in range(60, 90)],
+    }
+    chosen = _examples(groups, expected, actual)
+    pairs = [(repr(expected[i]), repr(actual[i])) for i, _ in chosen]
+    assert len(chosen) == MISMATCHES_PER_SOURCE and len(set(pairs)) == len(pairs), pairs
+    assert {found.kind for _, found in chosen} == {"null vs value", "value"}
+    # once every kind's pairs are shown, repeats fill the rest
+    few = {key: entries[:4] for key, entries in groups.items() if key[1] == "null vs value"}
+    assert [(expected[i], actual[i]) for i, _ in _examples(few, expected, actual)] == [(0.0, None), (-0.0, None), (0.0, None), (-0.0, None)]
 
 
 def test_a_float_result_reports_its_distance_in_float_ulps(tmp_path, workers):

@@ -579,18 +579,20 @@ def _original_row(inputs: list[tuple[Source, list[Any]]], mismatch: Mismatch) ->
 
 def _examples(groups: dict[tuple[Source, str], list[tuple[int, Difference]]], expected: list[Any], actual: list[Any]) -> list[tuple[int, Difference]]:
     """Up to MISMATCHES_PER_SOURCE examples per source (and as many of raises), taken in turn from each kind of
-    mismatch, each showing an (expected, got) pair not shown yet while the kind has one."""
+    mismatch: first each kind's (expected, got) pairs not shown yet, then, once no kind has a new pair, repeats."""
     chosen: list[tuple[int, Difference]] = []
     for source in ("tests", "edge", "hidden"):
         for raises in (False, True):
             kinds = [entries for (where, kind), entries in groups.items() if where == source and (kind == RAISE_KIND) == raises]
-            queues = [_distinct_first(entries, expected, actual) for entries in kinds]
+            split = [_distinct_first(entries, expected, actual) for entries in kinds]
             taken = 0
-            while taken < MISMATCHES_PER_SOURCE and any(queues):
-                for queue in queues:
-                    if queue and taken < MISMATCHES_PER_SOURCE:
-                        chosen.append(queue.pop(0))
-                        taken += 1
+            # a kind whose pairs are all shown gives its turn to kinds that still have new ones
+            for queues in ([new for new, _ in split], [repeats for _, repeats in split]):
+                while taken < MISMATCHES_PER_SOURCE and any(queues):
+                    for queue in queues:
+                        if queue and taken < MISMATCHES_PER_SOURCE:
+                            chosen.append(queue.pop(0))
+                            taken += 1
     return chosen
 
 
@@ -602,15 +604,15 @@ def _kind_counts(groups: dict[tuple[Source, str], list[tuple[int, Difference]]],
     return sorted(counts, key=lambda c: (-c.rows, c.source, c.kind))
 
 
-def _distinct_first(entries: list[tuple[int, Difference]], expected: list[Any], actual: list[Any]) -> list[tuple[int, Difference]]:
-    """The entries with each new (expected, got) pair first, repeats after, in row order within each."""
+def _distinct_first(entries: list[tuple[int, Difference]], expected: list[Any], actual: list[Any]) -> tuple[list[tuple[int, Difference]], list[tuple[int, Difference]]]:
+    """(the entries showing each (expected, got) pair the first time, the repeats), in row order within each."""
     seen: set[tuple[str, str]] = set()
     first, repeats = [], []
     for index, found in entries:
         pair = (_show(expected[index]), _show(actual[index]))
         (repeats if pair in seen else first).append((index, found))
         seen.add(pair)
-    return first + repeats
+    return first, repeats
 
 
 def _mismatch(source: Source, row: list[Any], expected: Any, actual: Any, found) -> Mismatch:
