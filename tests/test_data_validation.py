@@ -172,6 +172,11 @@ def test_an_equal_candidate_over_csv_with_other_column_names_is_equal_and_timed(
     assert result.original.timed == result.candidate_run.timed == "every row, as the job wires it"
     # the report counts it as evidence for the candidate it ran, until the candidate changes
     assert "| equal |" in "\n".join(_section(report(root, workspace).embedded_markdown, "Validation on data"))
+    # fifty equal rows are not a verdict: equal needs [compare] min_compared_rows (1000) compared rows
+    few = validate_on_data(root, workspace, "fee", "exports/parcels.csv", columns=["kg", "express_flag"], limit=50)
+    assert few.equal is None and few.mismatches == 0 and few.rows_compared == 50
+    assert few.verdict.startswith("too little evidence: 50 rows compared where equal needs 1000; pass a larger limit"), few.verdict
+    assert "| too little evidence |" in "\n".join(_section(report(root, workspace).embedded_markdown, "Validation on data"))
     with open(Path(workspace) / "candidate" / "fee.py", "a") as changed:
         changed.write("# edited after the validation\n")
     assert "| equal (stale) |" in "\n".join(_section(report(root, workspace).embedded_markdown, "Validation on data"))

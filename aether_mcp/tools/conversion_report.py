@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from aether_mcp import deviations
+from aether_mcp import candidate_results, deviations
 from aether_mcp.candidates import BadCandidate, declared_target
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import spec_strength
@@ -170,11 +170,14 @@ def _benchmarks(opened: Workspace) -> list[dict[str, Any]]:
 
 
 def _validations(opened: Workspace, candidates: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each validate_on_data run, oldest first; `current` when it ran the candidate's present content."""
+    """Each validate_on_data run, oldest first; `current` when it judged the candidate, original and deviations as they are now."""
     runs = []
+    now: dict[str, dict[str, str | None]] = {}
     for path, data in _recorded(opened.state_dir / VALIDATE_DIR, "result.json"):
         name = data.get("candidate")
-        digest = data.get("candidate_digest")
+        if name in candidates and name not in now:
+            now[name] = candidate_results.state_digests(opened, name)
+        judged = now.get(name)
         runs.append(
             {
                 "run": path.parent.name,
@@ -191,7 +194,7 @@ def _validations(opened: Workspace, candidates: dict[str, dict[str, Any]]) -> li
                 "duplicate_rows": data.get("duplicate_rows"),
                 "deviations_not_applied": data.get("deviations_not_applied") or [],
                 "confined": data.get("confined"),
-                "current": digest is not None and digest == (candidates.get(name) or {}).get("digest"),
+                "current": judged is not None and judged["candidate_digest"] is not None and all(data.get(key) == value for key, value in judged.items()),
                 "json": str(path),
             }
         )
@@ -560,11 +563,11 @@ def _validation_section(runs: list[dict[str, Any]], recommended: str | None) -> 
             kinds = dict(v["counts"])
             kinds.update({k: v[k] for k in ("extra_rows", "duplicate_rows") if v.get(k)})
             kinds_cell = ", ".join(f"{kind} {n}" for kind, n in kinds.items()) or "-"
-            verdict = f"{v['verdict']}{'' if v['current'] else ' (stale)'}"
+            verdict = f"{str(v['verdict']).split(':')[0]}{'' if v['current'] else ' (stale)'}"
             where = f"{v['master']}{'' if v['confined'] else ' (unconfined)'}{'' if str(v['master']).startswith('local') else ' (executors unconfined)'}"
             out.append(f"| {v['run']} | {v['candidate']} | `{str(v['data']).replace('|', '%7C')}` | {where} | {v['rows_compared']:,} of {v['rows']:,} | {v['original_raised']:,} | {verdict} | {kinds_cell} |")
         out += ["", "The original and the candidate over the job's own data, compared inside Spark (validate_on_data). "
-                "(stale: the candidate's content differs from the one that ran.)", ""]
+                "(stale: the candidate, the original or the deviations differ from the ones that run judged.)", ""]
     else:
         out += ["No validate_on_data yet.", ""]
     if recommended and not any(v["candidate"] == recommended and v["current"] and v["verdict"] == "equal" for v in runs):

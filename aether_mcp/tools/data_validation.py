@@ -26,7 +26,7 @@ from typing import Any, Callable
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import deviations
+from aether_mcp import candidate_results, deviations
 from aether_mcp.backend import CPU
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.path_guard import SandboxRoot
@@ -65,8 +65,8 @@ class ValidateOnDataResult(BaseModel):
     data: str
     format: str
     master: str
-    verdict: str = Field(description="equal, mismatch, or no evidence (no row on which the original returned)")
-    equal: bool | None = Field(description="true only with rows compared and no mismatch; null when there is no evidence")
+    verdict: str = Field(description="equal, mismatch, or 'too little evidence: ...' (fewer rows compared than [compare] min_compared_rows)")
+    equal: bool | None = Field(description="true only with enough rows compared and no mismatch; null with too little evidence")
     rows: int = Field(description="rows read (after limit)")
     rows_compared: int = Field(description="rows on which the original returned a value")
     original_raised: int = Field(description="rows on which the original raised (the job as written would fail on them)")
@@ -122,6 +122,8 @@ def validate_on_data(
     folder = opened.state_dir / VALIDATE_DIR / run_id
     folder.mkdir(parents=True)
     applied, not_applied, tolerance, allowed = _deviations(opened, name)
+    # what this run judges (candidate, original, deviations), so the report can tell it from a run on other files
+    judged = candidate_results.state_digests(opened, name)
     base = {"config": opened.config.model_dump(mode="json"), "master": chosen_master, "folder": str(folder)}
     deadline = time.monotonic() + timeout_s
     offset = [0]
@@ -135,6 +137,8 @@ def validate_on_data(
     offset[0] += STEPS[0]
     # 2. the candidate, confined, reading only the numbered inputs
     candidate_raw, candidate_s, status, digest = _confined(opened, folder, target, {**base, "inputs": str(folder / "inputs")}, deadline, cancel, forward)
+    if digest != judged["candidate_digest"]:
+        raise ToolError(f"candidate {name!r} changed while validate_on_data ran; nothing is recorded. Validate again once it is written.")
     offset[0] += STEPS[1]
     # 3. the original and the comparison, trusted, once no candidate code runs
     source = {"source": opened.verified_original(), "filename": str(opened.path / "original" / "udf.py")}
@@ -153,10 +157,15 @@ def validate_on_data(
     counts = compared["counts"]
     mismatches = sum(counts.values()) + compared["extra_rows"] + compared["duplicate_rows"]
     rows_compared = compared["rows"] - compared["original_raised"]
+    required = opened.config.compare.min_compared_rows
     if mismatches:
         verdict, equal = "mismatch", False
-    elif rows_compared == 0:
-        verdict, equal = "no evidence", None
+    elif rows_compared < required:
+        verdict = (
+            f"too little evidence: {rows_compared} rows compared where equal needs {required}; pass a larger limit or more data "
+            "(lower aether.toml [compare] min_compared_rows only if the job's real input is this small)"
+        )
+        equal = None
     else:
         verdict, equal = "equal", True
     both_clean = original["raised_rows"] == 0 and candidate_raw["raised_rows"] == 0
@@ -190,9 +199,8 @@ def validate_on_data(
         result_path=str(folder / "result.json"),
         duration_s=round(time.monotonic() - started, 3),
     )
-    # the digest of the source that ran, so the report can tell a validation of the current candidate from an old one
-    (folder / "result.json").write_text(json.dumps({**result.model_dump(mode="json"), "candidate_digest": digest}, indent=2), encoding="utf-8")
-    report(total, total, f"{verdict}: {rows_compared} rows compared, {mismatches} mismatching")
+    (folder / "result.json").write_text(json.dumps({**result.model_dump(mode="json"), **judged}, indent=2), encoding="utf-8")
+    report(total, total, f"{verdict.split(':')[0]}: {rows_compared} rows compared, {mismatches} mismatching")
     return result
 
 
