@@ -192,9 +192,61 @@ def test_the_tripwire_refuses_the_original(tmp_path):
     assert outcome["raised"] == "TripwireTriggered: original.udf.fee was called"
 
 
-def test_threads_left_running_are_counted(tmp_path):
-    outcome = watched(tmp_path, "import threading, time\n\ndef evaluate(x):\n    threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n    return x\n", count_steps=True)
-    assert outcome["threads_left"] == 1
+def test_starting_a_thread_for_agent_code_is_refused_by_every_route(tmp_path):
+    # no audit event exists for a new thread: the guards that replace the primitives raise one
+    routes = {
+        "threading": "import threading, time\n\ndef evaluate(x):\n    threading.Thread(target=time.sleep, args=(1,), daemon=True).start()\n    return x\n",
+        "executor": "from concurrent.futures import ThreadPoolExecutor\n\ndef evaluate(x):\n    with ThreadPoolExecutor(2) as pool:\n        return pool.submit(lambda: x * 2).result()\n",
+        "another module's _thread": "import dataclasses\n\ndef evaluate(x):\n    dataclasses._thread.start_new_thread(print, ('hidden',))\n    return x\n",
+    }
+    for route, source in routes.items():
+        outcome = watched(tmp_path, source)
+        assert outcome["raised"].startswith("WatchRefused"), route
+        (event,) = [e for e in outcome["events"] if e["event"] == "_thread.start_new_thread"]
+        assert event["refused"] and event["file"].endswith("c.py") and event["line"], route
+
+
+def test_network_use_below_agent_code_is_refused_and_recorded(tmp_path):
+    # direct, through the standard library, and through a library's own frames (pandas given a URL)
+    routes = {
+        "sendto": ("import calendar\n\ndef evaluate(x):\n    net = calendar.sys.modules['socket']\n    net.socket(net.AF_INET, net.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', 9))\n    return x\n", "socket.sendto"),
+        "urllib": ("import urllib.request\n\ndef evaluate(x):\n    urllib.request.urlopen('http://127.0.0.1:9/', timeout=1)\n    return x\n", "socket.getaddrinfo"),
+        "pandas reader": ("import pandas as pd\n\ndef evaluate(x):\n    pd.read_json('http://127.0.0.1:9/rows.json')\n    return x\n", "socket.getaddrinfo"),
+    }
+    for route, (source, expected) in routes.items():
+        outcome = watched(tmp_path, source)
+        assert outcome["raised"].startswith(("WatchRefused", "URLError")), (route, outcome["raised"])
+        assert expected in events(outcome), (route, outcome["events"])
+        assert all(e["file"].endswith("c.py") for e in outcome["events"] if e["event"].startswith("socket.")), route
+
+
+def test_module_state_is_digested_by_content_whatever_writes_it():
+    import types
+
+    import numpy as np
+    import pandas as pd
+
+    from aether_mcp.confined.watch import module_state
+
+    module = types.ModuleType("candidate_state")
+    module.__file__ = "/candidate/c.py"
+    source = (
+        "import numpy as np, pandas as pd\n"
+        "SEEN = np.zeros(1)\nTABLE = pd.DataFrame({'k': [1, 2], 'v': [0.5, 1.5]})\nRATES = {'a': (1, 2)}\nLOG = []\n"
+        "def helper(x, _memo={}):\n    return x\n"
+        "import decimal\nMONEY = decimal.Context(prec=40)\n"
+    )
+    exec(compile(source, module.__file__, "exec"), vars(module))
+    before = module_state(module)
+    module.TABLE["v"].sum()  # reading a frame fills pandas' caches: not the candidate's state
+    module.MONEY.divide(module.decimal.Decimal(1), module.decimal.Decimal(3))  # sets the context's flags, not its settings
+    assert module_state(module) == before
+    np.add(module.SEEN, 3, out=module.SEEN)
+    module.LOG.append(1)
+    module.helper.__defaults__[0]["seen"] = 1
+    after = module_state(module)
+    assert sorted(name for name in before if before[name] != after[name]) == ["LOG", "SEEN", "helper"]
+    assert after["np"] == before["np"] and after["RATES"] == before["RATES"]
 
 
 def test_checksums_see_in_place_changes():

@@ -91,8 +91,10 @@ def make_mapper(
                 yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors, _events(batch.num_rows)], names=[ROW_ID, OUTPUT, ERROR, EVENTS])
                 continue
             before = watch.checksum(series)
+            state = watch.module_state(module)
             with watch.Watch(kernels, module) as watched:
                 outputs, errors = _evaluate_isolating(evaluate, series, return_type, 0, batch.num_rows)
+            changed = _changed_state(state, watch.module_state(module))
             counted, rows = watched, batch.num_rows
             if errors.null_count < batch.num_rows:
                 # Rows that raise were isolated by bisection, which calls the candidate many times;
@@ -109,6 +111,7 @@ def make_mapper(
                 "rows": rows,
                 "calls": counted.calls,
                 "inputs_changed": watch.checksum(series) != before,
+                "state_changed": changed,
                 "threads_left": watched.threads_left,
                 "children_left": watched.children_left,
             }
@@ -135,10 +138,13 @@ def make_group_mapper(source: str, digest: str, filename: str, entry_point: str,
         row_id = table.column(0).combine_chunks()[:1]
         columns = [column.combine_chunks() for column in table.columns[1:]]
         watched = None
+        changed: list[str] = []
         try:
             if audit:
+                state = watch.module_state(module)
                 with watch.Watch(watch.kernel_code(module), module) as watched:
                     output = aggregate_on_arrow(evaluate, columns, return_type)
+                changed = _changed_state(state, watch.module_state(module))
             else:
                 output = aggregate_on_arrow(evaluate, columns, return_type)
             error = pa.nulls(1, pa.string())
@@ -148,12 +154,17 @@ def make_group_mapper(source: str, digest: str, filename: str, entry_point: str,
             output, error = pa.nulls(1, return_type), pa.array([f"{type(exc).__name__}: {exc}"], pa.string())
         arrays, names = [row_id, output, error, _events(1)], [ROW_ID, OUTPUT, ERROR, EVENTS]
         if audit:
-            report = {"rows": table.num_rows, "calls": watched.calls if watched else 0, "inputs_changed": False, "threads_left": watched.threads_left if watched else 0, "children_left": watched.children_left if watched else 0}
+            report = {"rows": table.num_rows, "calls": watched.calls if watched else 0, "inputs_changed": False, "state_changed": changed, "threads_left": watched.threads_left if watched else 0, "children_left": watched.children_left if watched else 0}
             arrays.append(pa.array([json.dumps(report)], pa.string()))
             names.append(AUDIT)
         return pa.Table.from_arrays(arrays, names=names)
 
     return mapper
+
+
+def _changed_state(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The module-level names whose value a call changed, added or removed."""
+    return sorted(name for name in set(before) | set(after) if before.get(name) != after.get(name))
 
 
 def _events(rows: int) -> pa.Array:

@@ -183,6 +183,7 @@ def audit_target(spark: SparkSession, config: Any, target: str, source: str, fil
             "calls": sum(r["calls"] for r in reports),
             "rows": sum(r["rows"] for r in reports),
             "inputs_changed": any(r["inputs_changed"] for r in reports),
+            "state_changed": sorted({name for r in reports for name in r.get("state_changed", [])}),
             "threads_left": max([r["threads_left"] for r in reports] or [0]),
             "children_left": max([r["children_left"] for r in reports] or [0]),
         }

@@ -5,9 +5,15 @@
   executing code, making code objects or functions (how code is relabelled to look like someone
   else's), reading frames, the garbage collector's object lists, restricted attributes,
   imports outside the allow-list, opening files outside the agent's folders and the Python
-  environment, starting processes, sockets, ctypes, signals and environment changes. Each is
+  environment, starting processes, network use, ctypes, signals and environment changes. Each is
   recorded with the agent's file and line; the ones that would blind the watch or reach outside
-  are also refused there and then (the call raises `WatchRefused`).
+  are also refused there and then (the call raises `WatchRefused`). Network use counts wherever
+  it happens below agent code (a library given a URL connects for it), except through py4j,
+  Spark's own channel to its JVM; the kernel seals the network anyway (a namespace with only its
+  own loopback), so this is what the audit reports, not what keeps data in.
+- Starting a thread has no audit event, so the thread-starting primitives (`_thread` and the
+  alias `threading` keeps) are replaced before agent code loads by guards that raise one: a
+  thread started for agent code would run where the step counter does not look.
 - Agent code is whatever runs from the folders registered with `add_agent_code` (the candidate
   folder, a workspace's tests). Events raised by library code on its own behalf are not the
   agent's; events raised by the standard library on the agent's behalf (a trampoline such as
@@ -35,12 +41,14 @@ from typing import Any, Callable
 from aether_mcp import import_policy
 
 TRIPWIRE_NAMES = ("original", "udf", "tests", "cases", "aether_original")
+THREAD_EVENT = "_thread.start_new_thread"  # raised by the guards in place of the thread primitives
 # event -> (how it is attributed, refused when agent code raises it)
 #   direct: the innermost frame is agent code, or standard library code called by it (a library
 #           such as PySpark opening its own sockets for the agent's call is its own business)
 #   stack: agent code anywhere on the stack, libraries included (opening a file outside the
 #          Python environment is never a library's own business)
 #   import: the first frame outside the import machinery is agent code
+#   network: agent code anywhere on the stack, unless py4j (Spark's channel to its JVM) is between
 EVENTS: dict[str, tuple[str, bool]] = {
     "sys.settrace": ("direct", True),
     "sys.setprofile": ("direct", True),
@@ -71,8 +79,14 @@ EVENTS: dict[str, tuple[str, bool]] = {
     "os.putenv": ("direct", True),
     "os.unsetenv": ("direct", True),
     "subprocess.Popen": ("direct", True),
-    "socket.connect": ("direct", True),
-    "socket.bind": ("direct", True),
+    "socket.connect": ("network", True),
+    "socket.bind": ("network", True),
+    "socket.sendto": ("network", True),
+    "socket.sendmsg": ("network", True),
+    "socket.getaddrinfo": ("network", True),
+    "socket.gethostbyname": ("network", True),
+    "socket.gethostbyaddr": ("network", True),
+    THREAD_EVENT: ("direct", True),
     "ctypes.dlopen": ("direct", True),
     "ctypes.dlsym": ("direct", True),
     "ctypes.cdata": ("direct", True),
@@ -124,6 +138,7 @@ class _State:
         package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
         self.harness = package + os.sep
         self.library_parts = (os.path.join(package, "backend.py"), os.path.join(package, "arrow_udf.py"))
+        self.spark_channel = _package_folders("py4j")
 
 
 _state: _State | None = None
@@ -141,6 +156,7 @@ def install(agent_code: list[str] | None = None, candidate: bool = True) -> None
         if _state is None:
             _state = _State()
             _state.check_imports = candidate
+            _guard_threads()
             sys.addaudithook(_make_hook(_state))
             if candidate:
                 sys.meta_path.insert(0, _TripwireFinder())
@@ -190,7 +206,8 @@ def _make_hook(state: _State) -> Callable[[str, tuple], None]:
         state.busy.on = True
         try:
             mode, refuse = rule
-            frame = _agent_frame(state, sys._getframe(1), mode)
+            # a thread guard raises its event itself: the one responsible is the guard's caller
+            frame = _agent_frame(state, sys._getframe(2 if event == THREAD_EVENT else 1), mode)
             if frame is None:
                 return
             detail = _detail(state, event, args)
@@ -225,7 +242,9 @@ def _agent_frame(state: _State, frame: Any, mode: str) -> Any:
             return None  # a module importing what it needs: only the agent's own imports count
         elif filename.startswith(state.harness) and filename not in state.library_parts:
             return None  # the harness acting for itself (a test's udf_under_test reaching its worker, say)
-        elif mode != "stack" and not (_is_stdlib(state, filename) or filename.startswith("<")):
+        elif mode == "network" and filename.startswith(state.spark_channel):
+            return None  # PySpark talking to its own JVM for a call the agent made (F.col, say)
+        elif mode not in ("stack", "network") and not (_is_stdlib(state, filename) or filename.startswith("<")):
             return None  # library code acting on its own behalf
         frame = frame.f_back
     return None
@@ -256,10 +275,53 @@ def _detail(state: _State, event: str, args: tuple) -> str | None:
     if event == "exec":
         code = args[0] if args else None
         return f"executes code of {getattr(code, 'co_filename', '?')!r}"
+    if event == THREAD_EVENT:
+        return f"starts a thread running {str(args[0])[:80] if args else '?'}"
+    if event.startswith("socket."):
+        addressed = event in ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg")
+        target = args[1] if addressed and len(args) > 1 else args[:2]
+        return f"{event.removeprefix('socket.')} {target!r}"[:160]
     if event == "code.__new__" and len(args) > 1:
         return f"makes a code object labelled {args[1]!r}"
     shown = ", ".join(repr(a)[:80] for a in args[:2])
     return shown
+
+
+def _package_folders(name: str) -> tuple[str, ...]:
+    """The folders a top-level package's files live in, without importing it (it may not be installed)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return ()
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    return tuple(os.path.realpath(folder) + os.sep for folder in folders)
+
+
+def _guard_threads() -> None:
+    """Replace the thread-starting primitives with guards that raise THREAD_EVENT first (once per process).
+
+    `threading` keeps its own alias of `_thread.start_new_thread`, so both are replaced; a module
+    that imports either name later gets the guard.
+    """
+    import _thread
+    import threading
+
+    for owner, name in ((_thread, "start_new_thread"), (threading, "_start_new_thread"), (_thread, "start_joinable_thread"), (threading, "_start_joinable_thread")):
+        primitive = getattr(owner, name, None)
+        if primitive is None or getattr(primitive, "__aether_guard__", False):
+            continue
+        setattr(owner, name, _thread_guard(primitive))
+
+
+def _thread_guard(primitive: Callable[..., Any]) -> Callable[..., Any]:
+    def start(function: Any, *args: Any, **kwargs: Any) -> Any:
+        sys.audit(THREAD_EVENT, getattr(function, "__qualname__", repr(function)))
+        return primitive(function, *args, **kwargs)
+
+    start.__aether_guard__ = True  # type: ignore[attr-defined]
+    return start
 
 
 class _TripwireModule(types.ModuleType):
@@ -376,6 +438,107 @@ def checksum(series: list[Any]) -> str:
                 continue
             digest.update(repr(list(item)).encode())
     return digest.hexdigest()
+
+
+MAX_STATE_ITEMS = 200_000  # values visited per digest of a module's state
+
+
+def module_state(module: types.ModuleType) -> dict[str, str]:
+    """A digest per module-level name of what the candidate's module holds, to compare before and after a call.
+
+    Modules and library functions and classes are left out (they are not the candidate's state);
+    arrays and frames count by content, containers element by element, the candidate's own
+    functions by their defaults, closures and attributes, its own classes and their instances
+    by their attributes, and any other object by its pickled bytes (a random generator's state,
+    say). A change between two calls is state kept across calls, however it was written
+    (`out=` into a module-level array, `.append`, an attribute of a module-level object).
+    """
+    budget = [MAX_STATE_ITEMS]
+    found = {}
+    for name, value in sorted(vars(module).items()):
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        digest = hashlib.sha256()
+        _feed_state(digest, value, module, 0, set(), budget)
+        found[name] = digest.hexdigest()
+    return found
+
+
+def _feed_state(digest: Any, value: Any, module: types.ModuleType, depth: int, seen: set[int], budget: list[int]) -> None:
+    import pickle
+
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 8:
+        digest.update(b"...")
+        return
+    kind = type(value)
+    digest.update(kind.__qualname__.encode())
+    if value is None or kind in (bool, int, float, complex, str, bytes):
+        digest.update(repr(value).encode())
+        return
+    if id(value) in seen:
+        digest.update(b"<seen>")
+        return
+    seen.add(id(value))
+    own = getattr(kind, "__module__", None) == module.__name__
+    if isinstance(value, types.ModuleType):
+        digest.update(value.__name__.encode())
+        return
+    if isinstance(value, types.FunctionType):
+        if value.__code__.co_filename != getattr(module, "__file__", None):
+            digest.update(value.__qualname__.encode())
+            return
+        cells = [cell.cell_contents for cell in value.__closure__ or () if _filled(cell)]
+        for part in (value.__defaults__, value.__kwdefaults__, cells, dict(vars(value))):
+            _feed_state(digest, part, module, depth + 1, seen, budget)
+        return
+    if isinstance(value, type):
+        if value.__module__ != module.__name__:
+            digest.update(value.__qualname__.encode())
+            return
+        _feed_state(digest, {k: v for k, v in vars(value).items() if not (k.startswith("__") and k.endswith("__"))}, module, depth + 1, seen, budget)
+        return
+    if hasattr(value, "__array_interface__") and hasattr(value, "tobytes"):  # a NumPy array
+        digest.update(f"{value.dtype}{value.shape}".encode())
+        digest.update(value.tobytes())
+        return
+    if kind.__module__.startswith("pandas"):
+        digest.update(checksum([value]).encode() if hasattr(value, "index") else repr(value).encode())
+        return
+    if isinstance(value, dict):
+        for key, item in list(value.items()):
+            _feed_state(digest, key, module, depth + 1, seen, budget)
+            _feed_state(digest, item, module, depth + 1, seen, budget)
+        return
+    if isinstance(value, (list, tuple)) or kind.__name__ == "deque":
+        for item in list(value):
+            _feed_state(digest, item, module, depth + 1, seen, budget)
+        return
+    if isinstance(value, (set, frozenset)):
+        digest.update(repr(sorted(repr(item) for item in value)).encode())
+        return
+    if own and hasattr(value, "__dict__"):
+        _feed_state(digest, dict(vars(value)), module, depth + 1, seen, budget)
+        return
+    if callable(value) and not own:
+        digest.update(repr(kind).encode())  # a library's function or kernel: not the candidate's state
+        return
+    if kind.__module__ == "decimal" and kind.__name__ == "Context":
+        # the flags record which signals arithmetic raised so far; the settings are the state that matters
+        digest.update(repr((value.prec, value.rounding, value.Emin, value.Emax, value.capitals, value.clamp, sorted(map(str, value.traps.items())))).encode())
+        return
+    try:
+        digest.update(pickle.dumps(value, protocol=4))
+    except Exception:
+        digest.update(repr(value).encode())
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
 
 
 def _children() -> set[int]:

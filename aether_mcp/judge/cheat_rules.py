@@ -34,6 +34,7 @@ WHY = {
     "unexpected_import": "a candidate may import only the libraries whose behaviour the judge knows (NumPy, pandas, PyArrow, the standard library's math and text modules, Spark SQL's API, aether_mcp.backend, CuPy, cuDF, numba)",
     "watch_dependent": "a candidate must return the same rows whether or not it is watched; outputs of watched runs are compared with the original like any other",
     "hides_failures": "where the original raises, its job fails; a value there (a null above all) turns that crash into data written silently",
+    "fails_in_job": "the converted job imports the candidate before any SparkSession exists; a candidate that cannot load then crashes the job, however equal it was when judged",
 }
 FIX = {
     "reaches_original": "re-implement the logic in the candidate; copy constants and helpers you need from original/udf.py",
@@ -50,6 +51,7 @@ FIX = {
     "evades_watch": "remove the trace/profile calls, code-object edits and function construction",
     "unexpected_import": "use NumPy, pandas, PyArrow, math, re, decimal, datetime, unicodedata, pyspark.sql.functions/types, aether_mcp.backend, CuPy, cuDF or numba",
     "watch_dependent": "compute the same result on every run; do not inspect sys.gettrace() or anything else that tells a watched run apart",
+    "fails_in_job": "keep module level to imports and plain constants: build Columns inside build(*cols), arrays and frames inside evaluate(*series)",
     "hides_failures": "fail on those rows too (raise in vectorized code, F.raise_error or F.assert_true in sql), or record_deviation(..., returns_where_original_raises=true) if the pipeline wants the value",
 }
 DYNAMIC_BUILTINS = {"exec", "eval", "compile", "__import__"}
@@ -314,7 +316,7 @@ class _Scanner:
                     self.add("reaches_original" if full.startswith("sys.path") else "reads_forbidden", node, detail=full)
                 elif node.attr == "values_host":
                     self.add("host_round_trip", node, detail=".values_host")
-                elif node.attr == "__globals__" or node.attr == "__code__" or node.attr == "f_back":
+                elif node.attr in ("__globals__", "__code__", "__closure__", "cell_contents", "f_back"):
                     self.add("reads_forbidden", node, detail=f"introspection via .{node.attr}")
             elif isinstance(node, ast.Name) and node.id == "__builtins__":
                 self.add("reaches_original", node, detail="__builtins__ gives exec, eval and open by name")

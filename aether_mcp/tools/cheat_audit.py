@@ -31,6 +31,8 @@ from aether_mcp.judge.mined_values import mine
 from aether_mcp.judge.watch_events import WatchEvent, parse, rule_of
 from aether_mcp.judge.compare import RAISE_KIND
 from aether_mcp.wire.value_codec import Raised
+from aether_mcp.backend import Resolved
+from aether_mcp.processes import confined_child
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import field_names, parse_type
@@ -121,7 +123,7 @@ def audit_candidate(
         raise ToolError(f"watched_rows must be positive and grow at least fourfold (got {small_rows} and {large_rows}), so per-row work shows as growth.")
 
     report(0, 3, "static rules")
-    findings = _static_findings(opened, name)
+    findings = _static_findings(opened, name) + _job_load_findings(opened, name, resolved)
     report(1, 3, "fresh comparison on hidden inputs")
     # the comparison also records device activity on the GPU backend (device_proof)
     comparison = byte_compare(root, workers, workspace, name, hidden_rows=hidden_rows_count, cancel=cancel, backend=resolved.name)
@@ -220,6 +222,32 @@ def _static_findings(workspace: Workspace, name: str) -> list[AuditFinding]:
     return [AuditFinding(check="static", **f.__dict__) for f in found]
 
 
+def _job_load_findings(workspace: Workspace, name: str, resolved: Resolved) -> list[AuditFinding]:
+    """The candidate imported as the converted job imports it: in a confined child, before any SparkSession exists."""
+    from aether_mcp.tools.job_conversion import IMPORT_TIMEOUT_S
+
+    path = candidate_path(workspace, f"candidate:{name}")
+    folder = workspace.state_dir / "runs" / new_run_id() / "job-load"
+    folder.mkdir(parents=True)
+    module = f"{name}.py"
+    request = {"files": {module: path.read_text(encoding="utf-8")}, "job_dir": str(path.parent), "main": module}
+    child = confined_child.run(
+        workspace, "aether_mcp.confined.import_check", request, folder=folder, result_name="result.json", timeout_s=IMPORT_TIMEOUT_S, cancel=None, read=[str(path.parent)], env_extra=resolved.env()
+    )
+    raw = child.raw or {}
+    if raw.get("imported"):
+        return []
+    why = raw.get("error") or (f"importing it took more than {IMPORT_TIMEOUT_S}s" if child.ended.timed_out else f"the import check failed (exit {child.ended.returncode}): {child.ended.tail[-400:]}")
+    line = None
+    if f"(at {module}:" in why:
+        try:
+            line = int(why.rsplit(f"(at {module}:", 1)[1].split(")")[0])
+        except ValueError:
+            line = None
+    file = f"{CANDIDATE_DIR}/{module}"
+    return [AuditFinding(rule="fails_in_job", severity="block", check="dynamic", file=file, line=line, evidence=f"imported before any SparkSession exists, as the converted job imports it: {why}", why=cheat_rules.WHY["fails_in_job"], fix=cheat_rules.FIX["fails_in_job"])]
+
+
 class _Watched:
     """The candidate run under watch in its worker, every output compared with the original."""
 
@@ -296,6 +324,9 @@ class _Watched:
             )
         if any(run.get("inputs_changed") for run in runs.values()):
             findings.append(_dynamic("tampering", file, "the candidate changed its input columns in place"))
+        changed_state = sorted({name for run in runs.values() for name in run.get("state_changed", [])})
+        if changed_state:
+            findings.append(_dynamic("memoization", file, f"module-level state changed while the candidate ran: {', '.join(changed_state[:10])} (compared before and after every watched call)"))
         for one, tiny in zip(small["outputs"], runs["tiny"]["outputs"] if "tiny" in runs else []):
             difference = classify(one, tiny)
             if difference is not None:
