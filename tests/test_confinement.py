@@ -104,6 +104,51 @@ def test_without_a_pid_namespace_the_same_daemon_would_survive(tmp_path):
             os.kill(pid, 9)
 
 
+def test_a_confined_process_reaches_nothing_on_the_hosts_network_but_has_its_own_loopback(tmp_path):
+    import socket
+
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    udp.settimeout(1.0)
+    tcp = socket.create_server(("127.0.0.1", 0))
+    tcp.settimeout(1.0)
+    script = f"""
+    import json, socket
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"batch", ("127.0.0.1", {udp.getsockname()[1]}))
+    try:
+        socket.create_connection(("127.0.0.1", {tcp.getsockname()[1]}), timeout=5).close()
+        host = "reached"
+    except OSError as exc:
+        host = type(exc).__name__
+    with socket.create_server(("127.0.0.1", 0)) as own:
+        socket.create_connection(own.getsockname(), timeout=5).close()
+    print(json.dumps({{"host": host, "interfaces": [name for _, name in socket.if_nameindex()]}}))
+    """
+    try:
+        ended, status = run_confined(tmp_path, script, read=[])
+        assert status.confined and status.network_sealed, status.how
+        seen = json.loads(ended.tail.strip().splitlines()[-1])
+        assert seen == {"host": "ConnectionRefusedError", "interfaces": ["lo"]}
+        for listener, receive in ((udp, lambda: udp.recvfrom(100)), (tcp, tcp.accept)):
+            try:
+                got = receive()
+            except TimeoutError:
+                got = None
+            assert got is None, f"{got} reached the host's {listener}"
+    finally:
+        udp.close()
+        tcp.close()
+
+
+def test_a_process_that_needs_the_hosts_network_is_not_called_confined(tmp_path):
+    need = confinement.network_need("spark://cluster:7077")
+    assert confinement.network_need("local[*]") is None and "spark://cluster:7077" in need
+    argv, status = confinement.wrap(["true"], confinement.Policy(read=[], write=[str(tmp_path)]), [], network=need)
+    assert not status.confined and not status.network_sealed
+    assert "on the host's network" in status.how and "spark://cluster:7077" in status.how
+    assert "--net" not in argv
+
+
 def test_the_environment_names_nothing_of_the_servers_state(tmp_path, monkeypatch):
     monkeypatch.setenv("AETHER_MCP_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))

@@ -78,7 +78,7 @@ def run(
         request_path = scratch.path / "request.json"
         request_path.write_text(json.dumps(request), encoding="utf-8")
         argv = [sys.executable, "-I", "-B", "-m", module, str(request_path)]
-        argv, status = confinement.wrap(argv, confinement.Policy(read=read, write=[str(scratch.path)]), [state_home(), workspace.root.path])
+        argv, status = confinement.wrap(argv, confinement.Policy(read=read, write=[str(scratch.path)]), [state_home(), workspace.root.path], network=confinement.network_need(request.get("master")))
         if wrap is not None:
             argv = wrap(argv)
         env = confinement.environment(

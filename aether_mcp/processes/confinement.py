@@ -1,13 +1,18 @@
-"""Confinement of every process that runs agent code: Landlock for the file system, a PID namespace for lifetime.
+"""Confinement of every process that runs agent code: Landlock for files, a network namespace, a PID namespace.
 
 A confined process reads the Python environment, system libraries and the few agent files it
 is given (a candidate's folder, a workspace's tests); it writes only a scratch folder made for
 it; its environment names nothing of the server's state. Landlock enforces the file system part
-in the kernel (`aether_mcp.confined.launch` enters the domain before the process exists). Where
-the machine allows it, the process also starts as PID 1 of a fresh PID and mount namespace
-(`unshare`): when it ends, the kernel ends everything it started, double forks and `setsid`
-included. The machine's abilities are probed once, from first principles: a probe process must
-fail to read a file outside its policy and to write outside its scratch.
+in the kernel (`aether_mcp.confined.launch` enters the domain before the process exists). The
+process starts in a network namespace of its own (`unshare --net`) whose only interface is a
+loopback of its own, brought up by the launcher: Spark's JVM, its Python workers and the driver
+talk over it, and nothing they send, TCP or UDP, reaches the host or beyond; the server talks to
+its workers over Unix sockets in their scratch folder. Where the machine allows it, the process
+is also PID 1 of a fresh PID and mount namespace: when it ends, the kernel ends everything it
+started, double forks and `setsid` included. The machine's abilities are probed once, from first
+principles: a probe process must fail to read a file outside its policy, to write outside its
+scratch, and to reach a listener the server opened on the host's loopback, while its own
+loopback works.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import ast
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -45,6 +51,7 @@ class ConfinementStatus(BaseModel):
     confined: bool = Field(description="agent code ran in processes that could read neither original/ nor .aether/ nor the server's state, and could write only a scratch folder")
     how: str = Field(description="the mechanism (Landlock ABI, PID namespace), or why confinement was not possible here")
     pid_namespace: bool = Field(False, description="every process it started ended with it, double forks included")
+    network_sealed: bool = Field(False, description="it ran in a network namespace with only a loopback of its own: nothing it sent left it")
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,7 @@ class Machine:
     landlock_abi: int
     namespaces: list[str] | None  # the unshare prefix, None when namespaces cannot be made
     problem: str | None  # why Landlock confinement is unavailable; None when it works
+    network: str | None = None  # why a network namespace cannot be made here; None when it seals
 
 
 @dataclass
@@ -101,13 +109,17 @@ def write_paths(scratch: list[str]) -> list[str]:
     return sorted({os.path.realpath(p) for p in scratch} | set(DEVICE_WRITE) | set(devices))
 
 
-def wrap(argv: list[str], policy: Policy, forbidden: list[Path]) -> tuple[list[str], ConfinementStatus]:
+def wrap(argv: list[str], policy: Policy, forbidden: list[Path], network: str | None = None) -> tuple[list[str], ConfinementStatus]:
     """`argv` started confined under `policy`, and what the result may say about it.
 
     `forbidden`: folders a confined process must not read (the server root, the state folder).
     If one of them lies inside a folder the process must read (a root inside the Python
     environment, say), Landlock cannot tell them apart: the process then runs unconfined and the
     status says why.
+    `network`: None seals the process in a network namespace of its own; a reason (the process
+    drives a cluster at a given address, say) leaves it on the host's network, and then it is
+    not confined and the status says why. Where this machine cannot make a network namespace,
+    the process is not confined either.
     """
     if os.environ.get(DISABLE_ENV) == "1":
         return argv, ConfinementStatus(confined=False, how=f"not confined: the server was started with {DISABLE_ENV}=1")
@@ -117,11 +129,25 @@ def wrap(argv: list[str], policy: Policy, forbidden: list[Path]) -> tuple[list[s
     problem = found.problem or _overlap(read, [p for p in policy.read], forbidden)
     if problem:
         return argv, ConfinementStatus(confined=False, how=f"not confined: {problem}")
-    launcher = [sys.executable, "-I", "-B", "-m", "aether_mcp.confined.launch", json.dumps({"read": read, "write": write}), "--"]
-    prefix = found.namespaces or []
+    sealed = network is None and found.network is None
+    launcher = [sys.executable, "-I", "-B", "-m", "aether_mcp.confined.launch", json.dumps({"read": read, "write": write, "loopback": sealed}), "--"]
+    prefix = list(found.namespaces or [])
+    if sealed:
+        prefix.insert(1, "--net")
     where = "in its own PID and mount namespace" if prefix else "without a PID namespace (unshare is not available here), so only its process group is ended"
     how = f"Landlock ABI {found.landlock_abi}: reads the Python environment and the files it is given, writes only its scratch folder; {where}"
-    return [*prefix, *launcher, *argv], ConfinementStatus(confined=True, how=how, pid_namespace=bool(prefix))
+    if sealed:
+        how += "; in a network namespace with only its own loopback"
+    else:
+        how = f"not confined: on the host's network ({network or found.network}); otherwise {how}"
+    return [*prefix, *launcher, *argv], ConfinementStatus(confined=sealed, how=how, pid_namespace=bool(found.namespaces), network_sealed=sealed)
+
+
+def network_need(master: str | None) -> str | None:
+    """Why a process that runs Spark on `master` needs the host's network (None: local mode, which it does not)."""
+    if not master or master.startswith("local"):
+        return None
+    return f"its Spark application drives {master}, which a sealed network could not reach"
 
 
 def environment(scratch: Path, extra: dict[str, str] | None = None, confined: bool = False) -> dict[str, str]:
@@ -223,34 +249,48 @@ def _probe() -> Machine:
     namespaces = _namespace_prefix()
     if version < 1:
         return Machine(0, namespaces, "this kernel offers no Landlock (Linux 5.13+ with Landlock enabled)")
-    with tempfile.TemporaryDirectory(prefix="aether-probe-") as base:
+    network = None if namespaces and _can_unshare([*namespaces[:1], "--net", *namespaces[1:]]) else "this machine cannot make a network namespace (unshare --net)"
+    with tempfile.TemporaryDirectory(prefix="aether-probe-") as base, socket.create_server(("127.0.0.1", 0)) as listener:
         outside = Path(base) / "outside"
         scratch = Path(base) / "scratch"
         outside.mkdir()
         scratch.mkdir()
         secret = outside / "secret"
         secret.write_text("x")
+        host_port = listener.getsockname()[1]
         check = (
-            "import sys\n"
+            "import socket, sys\n"
             "def refused(action):\n"
             "    try:\n        action()\n    except PermissionError:\n        return True\n    return False\n"
             f"ok = refused(lambda: open({str(secret)!r}).read()) and refused(lambda: open({str(outside / 'written')!r}, 'w'))\n"
             f"open({str(scratch / 'ok')!r}, 'w').write('1')\n"
+            "if sys.argv[1] == 'sealed':\n"
+            "    try:\n"
+            f"        socket.create_connection(('127.0.0.1', {host_port}), timeout=5).close()\n"
+            "        sys.exit(4)\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "    with socket.create_server(('127.0.0.1', 0)) as own:\n"
+            "        socket.create_connection(own.getsockname(), timeout=5).close()\n"
             "sys.exit(0 if ok else 3)\n"
         )
-        policy = json.dumps({"read": read_paths([]), "write": write_paths([str(scratch)])})
-        argv = [*(namespaces or []), sys.executable, "-I", "-B", "-m", "aether_mcp.confined.launch", policy, "--", sys.executable, "-I", "-B", "-c", check]
+        sealed = network is None
+        policy = json.dumps({"read": read_paths([]), "write": write_paths([str(scratch)]), "loopback": sealed})
+        prefix = [*namespaces[:1], "--net", *namespaces[1:]] if sealed and namespaces else (namespaces or [])
+        argv = [*prefix, sys.executable, "-I", "-B", "-m", "aether_mcp.confined.launch", policy, "--", sys.executable, "-I", "-B", "-c", check, "sealed" if sealed else "open"]
         try:
             ended = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S, env=environment(scratch))
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return Machine(version, namespaces, f"the confinement probe could not run ({exc})")
+            return Machine(version, namespaces, f"the confinement probe could not run ({exc})", network)
         if ended.returncode == CONFINEMENT_FAILED:
-            return Machine(version, namespaces, f"Landlock refused the policy: {ended.stderr.decode(errors='replace').strip()[-300:]}")
+            return Machine(version, namespaces, f"Landlock refused the policy: {ended.stderr.decode(errors='replace').strip()[-300:]}", network)
         if ended.returncode == 3:
-            return Machine(version, namespaces, "Landlock did not stop a probe from reading or writing outside its policy")
+            return Machine(version, namespaces, "Landlock did not stop a probe from reading or writing outside its policy", network)
+        if ended.returncode == 4:
+            return Machine(version, namespaces, None, "a probe in its own network namespace still reached the host's loopback")
         if ended.returncode != 0 or not (scratch / "ok").exists():
-            return Machine(version, namespaces, f"the confinement probe failed (exit {ended.returncode}: {ended.stderr.decode(errors='replace').strip()[-300:]})")
-    return Machine(version, namespaces, None)
+            return Machine(version, namespaces, f"the confinement probe failed (exit {ended.returncode}: {ended.stderr.decode(errors='replace').strip()[-300:]})", network)
+    return Machine(version, namespaces, None, network)
 
 
 def _namespace_prefix() -> list[str] | None:
@@ -261,8 +301,12 @@ def _namespace_prefix() -> list[str] | None:
     prefix = [unshare, "--pid", "--fork", "--kill-child", "--mount-proc"]
     if os.geteuid() != 0:
         prefix[1:1] = ["--user", "--map-root-user"]
+    return prefix if _can_unshare(prefix) else None
+
+
+def _can_unshare(prefix: list[str]) -> bool:
     try:
         ended = subprocess.run([*prefix, "true"], stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
-        return None
-    return prefix if ended.returncode == 0 else None
+        return False
+    return ended.returncode == 0

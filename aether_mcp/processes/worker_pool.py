@@ -327,7 +327,8 @@ class WorkerPool:
             call_scratch = scratch / "call"
             call_scratch.mkdir(parents=True)
             socket_path = str(scratch / "worker.sock")
-            argv, status = confinement.wrap(self._argv(role, socket_path, spark, warm_up), confinement.Policy(read=[], write=[str(scratch)]), self.forbidden)
+            policy = confinement.Policy(read=[], write=[str(scratch)])
+            argv, status = confinement.wrap(self._argv(role, socket_path, spark, warm_up), policy, self.forbidden, network=confinement.network_need(spark.master))
             env = confinement.environment(scratch, {**extra, "AETHER_CALL_SCRATCH": str(call_scratch)}, confined=status.confined)
             process = subprocess_runner.start(argv, cwd=scratch, log_path=log_path, env=env)
         handle = WorkerHandle(role, key, socket_path, log_path, process, time.monotonic(), token, status, call_scratch)
