@@ -7,20 +7,27 @@ back). Among the current results, a disproof (a mismatch, a blocking finding) ou
 number of later clean runs, since re-running until a random sample misses the difference is
 not evidence; otherwise the strongest result shows: a verdict over no verdict, then the most
 compared rows.
+
+Each result is signed with the server's key (aether_mcp.workspace.sign) over everything it says,
+its digests included. A result whose signature is missing or does not match (edited by hand, or
+written by another server) is not a result: readers skip it, and `ignored` counts them so the
+tools that read results can say so.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from pathlib import Path
 from typing import Any, Literal
 
 from aether_mcp import deviations
-from aether_mcp.workspace import CANDIDATE_DIR, ORIGINAL_MODULE, Workspace
+from aether_mcp.workspace import CANDIDATE_DIR, ORIGINAL_MODULE, Workspace, sign
 
 Kind = Literal["compares", "audits"]
 KEPT_PER_CANDIDATE = 200  # the oldest results beyond this are dropped
+SIGNATURE = "signature"
 
 
 def state_digests(workspace: Workspace, name: str) -> dict[str, str | None]:
@@ -37,8 +44,9 @@ def record(workspace: Workspace, kind: Kind, name: str, entry: dict[str, Any]) -
     path = _path(workspace, kind)
     with workspace.lock():
         data = _read(path)
-        history = _history(data.get(name))
-        history.append({**entry, **state_digests(workspace, name)})
+        history = _entries(data.get(name))  # unsigned entries are kept as they are, and skipped by readers
+        signed = {**entry, **state_digests(workspace, name)}
+        history.append({**signed, SIGNATURE: _signature(signed)})
         data[name] = history[-KEPT_PER_CANDIDATE:]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
@@ -89,10 +97,29 @@ def _matches(entry: dict[str, Any], now: dict[str, str | None]) -> bool:
     return all(entry.get(key, now[key] if key != "candidate_digest" else None) == value for key, value in now.items())
 
 
+def ignored(workspace: Workspace, kind: Kind, name: str) -> int:
+    """How many recorded results of `name` are skipped because their signature is missing or wrong."""
+    return len(_entries(_read(_path(workspace, kind)).get(name))) - len(_history(_read(_path(workspace, kind)).get(name)))
+
+
 def _history(value: Any) -> list[dict[str, Any]]:
+    """The results that carry this server's signature over what they say."""
+    return [entry for entry in _entries(value) if _signed(entry)]
+
+
+def _entries(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, dict):  # one entry per candidate, as older workspaces recorded it
         return [value]
     return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
+
+
+def _signature(entry: dict[str, Any]) -> str:
+    return sign(json.dumps({key: value for key, value in entry.items() if key != SIGNATURE}, sort_keys=True))
+
+
+def _signed(entry: dict[str, Any]) -> bool:
+    found = entry.get(SIGNATURE)
+    return isinstance(found, str) and hmac.compare_digest(found, _signature(entry))
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -171,6 +171,37 @@ def test_a_candidate_restored_byte_for_byte_is_not_stale(root, workspace):
     assert workspaces.workspace_status(root, workspace).last_compares["fee"].candidate_changed_since
 
 
+def test_records_edited_by_hand_or_forged_are_ignored_and_said_so(root, workspace):
+    import json
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from aether_mcp import candidate_results
+    from aether_mcp.tools.job_conversion import apply_conversion
+
+    opened = Workspace.open(root, workspace)
+    (opened.path / "candidate" / "fee.py").write_text(STEPPED_SQL)
+    candidate_results.record(opened, "compares", "fee", {"equal": False, "rows_compared": 900, "evidence": "", "mismatched": 40, "result_path": "/runs/a.json"})
+    candidate_results.record(opened, "audits", "fee", {"verdict": "FAIL", "blocking": 2, "comparison_equal": False, "rows_compared": 900, "result_path": "/runs/b.json"})
+    # one attempt per kind of forgery: a verdict edited in place, and a new entry with a made-up signature
+    compares = opened.state_dir / "runs" / "compares.json"
+    edited = json.loads(compares.read_text())
+    edited["fee"][0].update(equal=True, mismatched=0, rows_compared=20_000)
+    compares.write_text(json.dumps(edited))
+    audits = opened.state_dir / "runs" / "audits.json"
+    forged = json.loads(audits.read_text())
+    forged["fee"].append({**forged["fee"][0], "verdict": "PASS", "blocking": 0, "comparison_equal": True, "signature": "0" * 64})
+    audits.write_text(json.dumps(forged))
+    status = workspaces.workspace_status(root, workspace)
+    assert "fee" not in status.last_compares and status.last_audits["fee"].verdict == "FAIL"
+    assert next(g for g in status.gates if g.name == "candidate_equal").status != "pass"
+    assert any("1 byte_compare record(s) of fee ignored" in line for line in status.records_ignored)
+    assert any("1 audit_candidate record(s) of fee ignored" in line for line in status.records_ignored)
+    with pytest.raises(ToolError, match="is not verified on its current file"):
+        apply_conversion(root, workspace, "fee")
+    assert conversion_report.collect(root, opened)["recommendation"]["candidate"] is None
+
+
 def test_report_shows_the_strongest_comparison_on_the_current_content(root, workspace):
     from aether_mcp import candidate_results
 

@@ -225,6 +225,7 @@ class WorkspaceStatusResult(BaseModel):
     justifications: dict[str, str] = Field(description="why uncovered lines or branches and surviving mutants are acceptable")
     freeze: FreezeStatus
     gates: list[Gate]
+    records_ignored: list[str] = Field(default_factory=list, description="byte_compare and audit_candidate records skipped because this server's signature over them is missing or wrong (edited by hand, or written under another key)")
 
 
 def workspace_status(root: SandboxRoot, workspace: str) -> WorkspaceStatusResult:
@@ -286,7 +287,18 @@ def workspace_status(root: SandboxRoot, workspace: str) -> WorkspaceStatusResult
         justifications=spec_strength.justifications(opened),
         freeze=freeze,
         gates=gates,
+        records_ignored=_ignored_records(opened),
     )
+
+
+def _ignored_records(workspace: Workspace) -> list[str]:
+    found = []
+    for kind, tool in (("compares", "byte_compare"), ("audits", "audit_candidate")):
+        for name in candidate_results.candidates(workspace, kind):
+            count = candidate_results.ignored(workspace, kind, name)
+            if count:
+                found.append(f"{count} {tool} record(s) of {name} ignored: not signed by this server; run {tool}(workspace, {name!r}) again")
+    return found
 
 
 def count_cases(path: Path) -> int | None:
