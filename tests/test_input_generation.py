@@ -58,6 +58,17 @@ def test_hidden_rows_probe_the_mined_boundaries_and_literal_perturbations():
     assert any(math.isnan(a) for a in amounts) and any(math.copysign(1, a) < 0 and a == 0 for a in amounts)
 
 
+def test_hidden_strings_include_long_ones_with_the_structure_the_udf_parses():
+    # a port that cuts at a fixed width, or splits once where the original splits everywhere,
+    # meets a string over 64 (and over 256) characters that still holds the literals and separators
+    email = "def normalize(raw):\n    local, _, domain = raw.partition('@')\n    return local.removeprefix('mailto:') + '@' + domain.lower()\n"
+    rows = hidden_rows(config("string"), mine(email), 5000, seed=11)
+    long = [row[0] for row in rows if isinstance(row[0], str) and len(row[0]) > 64]
+    assert len(long) >= 50 and any(len(text) > 256 for text in long)
+    assert sum("@" in text for text in long) >= len(long) // 2
+    assert any("mailto:" in text and "@" in text for text in long)
+
+
 def test_hidden_rows_are_fresh_per_seed_and_reproducible_for_one():
     cfg, mined = config("int", "string"), mine(ORIGINAL)
     assert hidden_rows(cfg, mined, 300, seed=1) == hidden_rows(cfg, mined, 300, seed=1)

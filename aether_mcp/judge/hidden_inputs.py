@@ -30,6 +30,7 @@ WHITESPACE = [" ", "\t", "\n", "\u00a0", "\u3000", "\u2003", "\x1c", "\r", "\u20
 COMBINING = ["\u0301", "\u0308", "\u0327"]
 SCRIPTS = "abcXYZ019_-.@+:/ \u00e9\u00df\u0130\u0131\u03a3\u03c3\u0416\u0661\u0662\u4e2d\uff21\U0001f642"
 WORDS = ["a", "ann", "x1", "Bob", "test", "0", "1.5", "été"]
+LONG_LENGTHS = (65, 100, 180, 257, 300, 400)  # targets for long structured strings (over 64 and over 256 characters)
 CASE_CHANGES: list[Callable[[str], str]] = [str.upper, str.lower, str.title, str.swapcase, str.capitalize]
 
 
@@ -217,8 +218,10 @@ class _ValueSource:
         literals = [s for s in self.mined.strings if s]
         if mined and literals:
             roll = rng.random()
-            if roll < 0.45:
+            if roll < 0.4:
                 return self._perturbed(rng.choice(literals))
+            if roll < 0.52:
+                return self._long(literals)
             if roll < 0.8:
                 # Literals composed with short words and the separators the literals use, so that
                 # e.g. "mailto:" + "ann" + "@" + "gmail.com" comes up, not only the pieces alone.
@@ -236,6 +239,19 @@ class _ValueSource:
         if roll < 0.85:
             return self._perturbed(rng.choice(["gold", "Gold", "x", "test", "123"]))
         return rng.choice(["", " ", "0", "-1", "1e5", "3.14", "\u0661\u0662", "NULL"])
+
+    def _long(self, literals: list[str]) -> str:
+        """A string of a few hundred characters with the structure the UDF parses: the literals and
+        long words joined by the separators the literals use, so a port that cuts at a fixed width
+        (or splits once where the original splits everywhere) meets a value it gets wrong."""
+        rng = self.rng
+        target = rng.choice(LONG_LENGTHS)
+        separators = [ch for ch in self.mined.alphabet if not ch.isalnum() and not ch.isspace()] or [" ", ""]
+        parts: list[str] = []
+        while sum(len(part) for part in parts) < target:
+            word = rng.choice(literals) if rng.random() < 0.4 else rng.choice(WORDS) * rng.randint(1, 24)
+            parts += [word, rng.choice(separators)]
+        return "".join(parts[:-1])
 
     def _perturbed(self, text: str) -> str:
         rng = self.rng
