@@ -169,14 +169,21 @@ class _Active:
 
 
 _ACTIVE: _Active | None = None
+_SETTLED: list[str] = []  # the backend AETHER_BACKEND named, read before the harness's variables are removed
+
+
+def settle() -> str:
+    """Read AETHER_BACKEND once (default: cpu); the backend set up on first use is this one, whatever the environment says later."""
+    if not _SETTLED:
+        _SETTLED.append(os.environ.get(ENV, "cpu"))
+    return _SETTLED[0]
 
 
 def active() -> _Active:
     """This process's backend, set up on first use from AETHER_BACKEND (default: cpu)."""
     global _ACTIVE
     if _ACTIVE is None:
-        name = os.environ.get(ENV, "cpu")
-        _ACTIVE = _gpu() if name == "gpu" else _cpu()
+        _ACTIVE = _gpu() if settle() == "gpu" else _cpu()
     return _ACTIVE
 
 

@@ -1,4 +1,4 @@
-"""Cold and warm latency of byte_compare on the bundled examples (20,000 hidden rows by default), confined and not.
+"""Cold and warm latency of byte_compare and warm latency of audit_candidate on the bundled examples, confined and not.
 
 Cold: a new worker pool, so new processes and new SparkSessions, as the first call when the
 workers start on first use. After warm start: a new pool whose workers the server started in the
@@ -7,10 +7,12 @@ later, as when an agent reads files and writes cases before its first comparison
 calls on the same pool (fresh hidden rows every time). Each example
 runs twice: with the candidate worker confined (Landlock and a PID namespace, as the server runs
 it), and with confinement switched off (AETHER_MCP_UNCONFINED=1), alternating so a slow spell of
-the machine hits both; the table gives the warm slowdown confinement costs. Prints a Markdown
-table and the machine it ran on; `--json PATH` also writes the raw numbers.
+the machine hits both; the table gives the warm slowdown confinement costs (Landlock, the PID and
+network namespaces, the watch). Then `--audits` warm audit_candidate calls per mode at the tool's
+defaults, interleaved the same way. Prints Markdown tables and the machine it ran on; `--json
+PATH` also writes the raw numbers.
 
-    .venv/bin/python benchmarks/compare_latency.py [--warm 5] [--hidden-rows 20000]
+    .venv/bin/python benchmarks/compare_latency.py [--warm 5] [--hidden-rows 20000] [--audits 2]
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warm", type=int, default=5, help="warm calls per example (after one discarded warm-up)")
     parser.add_argument("--hidden-rows", type=int, default=20_000)
+    parser.add_argument("--audits", type=int, default=2, help="warm audit_candidate calls per example and mode")
     parser.add_argument("--json", default=None, help="also write the raw numbers here")
     parser.add_argument("--head-start", type=float, default=30.0, help="seconds between the server's start and the first call, for the warm-start column")
     args = parser.parse_args()
@@ -50,12 +53,13 @@ def main() -> None:
     from aether_mcp.tools import files, workspaces
     from aether_mcp.tools.benchmarking import micro_benchmark
     from aether_mcp.tools.byte_compare import byte_compare
+    from aether_mcp.tools.cheat_audit import audit_candidate
 
     from aether_mcp.processes.confinement import DISABLE_ENV
     from aether_mcp.workspace import SparkConfig
     from aether_mcp.workspace_derivation import DEFAULT_SPARK_CONF
 
-    results, micro = [], []
+    results, micro, audits = [], [], []
     for example, udf, arg_types, candidate in EXAMPLES:
         root_dir = Path(tempfile.mkdtemp(prefix="aether-bench-"))
         shutil.copytree(REPO / "examples" / example, root_dir / example)
@@ -91,6 +95,17 @@ def main() -> None:
                     result = byte_compare(root, pools[mode], ws, candidate, hidden_rows=args.hidden_rows)
                     warm[mode].append(time.monotonic() - started)
                     assert result.equal, f"{example}: {result.mismatches[:2]}"
+            audited: dict[str, list[float]] = {"confined": [], "unconfined": []}
+            for _ in range(args.audits):
+                for mode in ("confined", "unconfined"):
+                    started = time.monotonic()
+                    verdict = audit_candidate(root, pools[mode], ws, candidate).verdict
+                    audited[mode].append(time.monotonic() - started)
+                    assert verdict == ("PASS" if mode == "confined" else "PASS (unconfined)"), f"{example}: {verdict}"
+            if args.audits:
+                a, b = statistics.median(audited["confined"]), statistics.median(audited["unconfined"])
+                audits.append({"example": example, "candidate": candidate, "confined_s": [round(v, 2) for v in audited["confined"]], "unconfined_s": [round(v, 2) for v in audited["unconfined"]],
+                               "confined_median_s": round(a, 2), "unconfined_median_s": round(b, 2), "slowdown": round(a / b - 1, 3)})
             if first.backend_note.startswith("spark-sql"):
                 # micro_benchmark's sql form in the same warm workers, as an agent's optimizing loop calls it
                 for _ in range(2):
@@ -131,6 +146,12 @@ def main() -> None:
             f"| {r['example']} | {r['candidate']} | {r['rows_compared']} | {r['cold_confined_s']} / {r['cold_unconfined_s']} | {r['after_warm_start_s']}{'' if r['warm_at_call'] else ' (still warming)'} | "
             f"{r['warm_confined_median_s']} | {r['warm_unconfined_median_s']} | {r['after_warm_start_vs_warm']:.2f}x | {r['warm_slowdown']:+.0%} |"
         )
+    if audits:
+        print(f"\naudit_candidate at its defaults in the same warm workers (median of {args.audits} per mode, interleaved):\n")
+        print("| example | candidate | confined median (s) | unconfined median (s) | slowdown |")
+        print("|---|---|---|---|---|")
+        for a in audits:
+            print(f"| {a['example']} | {a['candidate']} | {a['confined_median_s']} | {a['unconfined_median_s']} | {a['slowdown']:+.0%} |")
     if micro:
         print(f"\nmicro_benchmark of a sql candidate in the warm workers ({micro[0]['rows']:,} rows, 5 runs of each after one warm-up; the first call also generates the data):\n")
         print("| example | candidate | call | duration (s) | floor median (s) | original median (s) | candidate median (s) | speedup |")
@@ -141,7 +162,7 @@ def main() -> None:
                 f"{m['original_median_s']:.3f} | {m['candidate_median_s']:.3f} | {m['speedup']:.2f}x |"
             )
     if args.json:
-        Path(args.json).write_text(json.dumps({"machine": machine(), "results": results, "micro_benchmark": micro}, indent=2))
+        Path(args.json).write_text(json.dumps({"machine": machine(), "results": results, "audits": audits, "micro_benchmark": micro}, indent=2))
 
 
 def machine() -> str:

@@ -364,5 +364,18 @@ def test_every_rule_has_a_why_and_a_fix():
     # hard_coded and batch_dependent have tests of their own; no_device_work comes only from device
     # counters on the GPU backend (test_backends judges recorded reports); watch_dependent only from
     # comparing watched outputs (test_red_team); hides_failures only from byte_compare's raise matching (test_raises);
-    # fails_in_job only from the audit's import of the candidate before any SparkSession exists (test_red_team)
-    assert set(CAUGHT) | {"hard_coded", "batch_dependent", "no_device_work", "watch_dependent", "hides_failures", "fails_in_job"} == set(cheat_rules.WHY)
+    # fails_in_job only from the audit's import of the candidate before any SparkSession exists, not_deterministic only
+    # from the analyzed plan of a sql candidate (both test_red_team)
+    assert set(CAUGHT) | {"hard_coded", "batch_dependent", "no_device_work", "watch_dependent", "hides_failures", "fails_in_job", "not_deterministic"} == set(cheat_rules.WHY)
+
+
+def test_sql_expressions_are_held_to_an_allow_list_of_context_free_classes():
+    from aether_mcp.judge import sql_functions
+
+    honest = ["Alias", "CaseWhen", "AttributeReference", "Literal", "Pmod", "Lower", "StringTrim", "RaiseError", "ArrayTransform", "LambdaFunction"]
+    assert sql_functions.refused(honest) == []
+    refused = dict(sql_functions.refused(["Add", "CurrentTimestamp", "SparkPartitionID", "Rand", "CallMethodViaReflection", "PythonUDF", "SomeFutureFunction"]))
+    assert list(refused) == ["CurrentTimestamp", "SparkPartitionID", "Rand", "CallMethodViaReflection", "PythonUDF", "SomeFutureFunction"]
+    assert "the current time" in refused["CurrentTimestamp"] and "the partition a row is in" in refused["SparkPartitionID"]
+    assert "not on the allow-list" in refused["PythonUDF"] and "not on the allow-list" in refused["SomeFutureFunction"]
+    assert "current_timestamp" in sql_functions.spellings("CurrentTimestamp") and "spark_partition_id" in sql_functions.spellings("SparkPartitionID")

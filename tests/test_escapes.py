@@ -85,7 +85,8 @@ def test_the_servers_state_is_out_of_sight_of_candidate_code(root, workspace, wo
     (Path(workspace) / "tests" / "cases.py").write_text('CASES = [{"args": [3.25, False], "expected": 6.865, "why": "a row the candidate reports on"}]\n')
     compared = byte_compare(root, workers, workspace, "snoop", hidden_rows=0)
     [shown] = [m.actual for m in compared.mismatches if m.source == "tests"]
-    assert "state=None" in shown and "aether-mcp-" in shown, shown  # HOME is the worker's own scratch
+    # HOME is the worker's own scratch, a plain temporary folder that names nothing of the harness
+    assert "state=None" in shown and "home='/" in shown and "aether" not in shown, shown
 
 
 def test_candidate_code_writes_nothing_outside_the_root_and_keeps_no_state_across_calls(root, workspace, workers):

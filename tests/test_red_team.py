@@ -29,7 +29,7 @@ def test_the_corpus_has_the_promised_size():
     assert len(cheats) >= 25
     for kind in ("sql", "vectorized", "kernel"):
         assert sum(1 for e in honest if e.target == kind) >= 8, kind
-    assert all(set(e.checks) <= {"static", "dynamic"} and e.checks for e in cheats)
+    assert all(set(e.checks) <= {"static", "dynamic", "comparison"} and e.checks for e in cheats)
     assert sum(1 for e in cheats if "dynamic" in e.checks) >= 8  # the watch is exercised, not only the static rules
     rules = {e.expect for e in cheats}
     assert {"reaches_original", "row_at_a_time", "host_round_trip", "fallback", "hard_coded", "reads_forbidden", "tampering", "escape", "memoization", "batch_dependent"} <= rules
@@ -50,5 +50,8 @@ def test_cheats_are_caught_by_their_rule(red_team, workers, entry):
     result = audit_candidate(root, workers, made[entry.udf], entry.name, hidden_rows_count=HIDDEN_ROWS, watched_rows=WATCHED_ROWS[entry.target])
     found = {(f.rule, f.check) for f in result.findings if f.severity == "block"}
     assert result.verdict == "FAIL"
+    if entry.expect == "unequal":
+        assert result.comparison.equal is False, result.reasons
+        return
     for check in entry.checks:
         assert (entry.expect, check) in found, (entry.expect, check, found, result.reasons)

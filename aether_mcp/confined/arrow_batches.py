@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from aether_mcp import backend
 from aether_mcp.arrow_udf import run_on_arrow
-from aether_mcp.confined import watch
+from aether_mcp.confined import job_environment, watch
 
 ROW_ID = "__aether_row_id"
 OUTPUT = "__aether_output"
@@ -48,6 +48,7 @@ def candidate_module(source: str, digest: str, filename: str) -> types.ModuleTyp
     module = _LOADED.get(digest)
     if module is not None:
         return module
+    job_environment.as_in_a_job()
     module = types.ModuleType(f"aether_candidate_{digest[:16]}")
     module.__file__ = filename
     sys.modules[module.__name__] = module
@@ -67,6 +68,7 @@ def make_mapper(
     entry_point: str,
     return_type: pa.DataType,
     audit: bool = False,
+    lengths: list[int] | None = None,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A mapInArrow function: (row id, args...) batches in, (row id, output, error, events) batches out.
 
@@ -74,7 +76,9 @@ def make_mapper(
     row, so one bad row costs no failed Spark job; its error column says what was raised. The
     watch (installed before the candidate loads) reports what the candidate did in the events
     column, on each batch's first row. With `audit`, the candidate is loaded afresh, its steps
-    are counted batch by batch, and each batch carries a report in an extra column.
+    are counted batch by batch, and each batch carries a report in an extra column. `lengths`:
+    the candidate gets the rows in consecutive batches of exactly these lengths (Spark's own
+    batches are cut to them), so a sweep of batch lengths reaches it whatever Spark's batching.
     """
 
     def mapper(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -82,7 +86,7 @@ def make_mapper(
         module = candidate_module(source, digest + (":audit" if audit else ""), filename)
         evaluate = getattr(module, entry_point)
         kernels = watch.kernel_code(module) if audit else set()
-        for batch in batches:
+        for batch in _cut(batches, lengths) if lengths else batches:
             if batch.num_rows == 0:
                 continue
             series = [backend.from_arrow(batch.column(i)) for i in range(1, batch.num_columns)]
@@ -160,6 +164,17 @@ def make_group_mapper(source: str, digest: str, filename: str, entry_point: str,
         return pa.Table.from_arrays(arrays, names=names)
 
     return mapper
+
+
+def _cut(batches: Iterator[pa.RecordBatch], lengths: list[int]) -> Iterator[pa.RecordBatch]:
+    """The rows of `batches` again, in consecutive slices of `lengths` rows (a slice never spans two batches)."""
+    queue = list(lengths)
+    for batch in batches:
+        offset = 0
+        while offset < batch.num_rows:
+            size = min(queue.pop(0) if queue else batch.num_rows, batch.num_rows - offset)
+            yield batch.slice(offset, size)
+            offset += size
 
 
 def _changed_state(before: dict[str, str], after: dict[str, str]) -> list[str]:

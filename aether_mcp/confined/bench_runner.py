@@ -220,7 +220,7 @@ def _candidate(config, target: str, candidate: dict[str, str], data, columns: li
     from pyspark.sql.pandas.types import to_arrow_type
 
     from aether_mcp.candidates import declared_target
-    from aether_mcp.confined import arrow_batches
+    from aether_mcp.confined import arrow_batches, job_environment
     from aether_mcp.evaluation.source_modules import module_from_source
     from aether_mcp.evaluation.target_evaluation import apply_build
     from aether_mcp.spark_types import parse_type
@@ -232,6 +232,7 @@ def _candidate(config, target: str, candidate: dict[str, str], data, columns: li
     return_type = parse_type(config.udf.return_type)
     grouped = config.udf.pandas_form == "aggregate"
     if kind == "sql":
+        job_environment.as_in_a_job()
         if grouped:
             return _grouped(config, data, lambda arguments: module_from_source(source, filename, f"aether_candidate_{name}").build(*arguments))
         return apply_build(data, module_from_source(source, filename, f"aether_candidate_{name}").build(*inputs), target, keep=inputs)

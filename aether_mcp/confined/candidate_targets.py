@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
 from aether_mcp.candidates import BadCandidate, declared_target, defines_function
-from aether_mcp.confined import arrow_batches, watch
+from aether_mcp.confined import arrow_batches, job_environment, watch
 from aether_mcp.confined.arrow_batches import AUDIT, ERROR, EVENTS, OUTPUT, ROW_ID
 from aether_mcp.evaluation.source_modules import digest, module_from_source
 from aether_mcp.evaluation.target_evaluation import (
@@ -61,6 +61,7 @@ def load_candidate(config: Any, target: str, source: str, filename: str, fresh: 
     return_type = parse_type(config.udf.return_type)
     watch.add_agent_code(os.path.dirname(filename))
     if kind == "sql":
+        job_environment.as_in_a_job()
         _fresh_loads[0] += 1
         try:
             module = module_from_source(source, filename, f"aether_candidate_{name}" + (f"_watched{_fresh_loads[0]}" if fresh else ""))
@@ -109,12 +110,15 @@ def load_candidate(config: Any, target: str, source: str, filename: str, fresh: 
     return LoadedTarget(target, kind, lambda frame, cols: frame.select(F.col(ROW_ID), *cols).mapInArrow(mapper, schema), digest(source))
 
 
-def audit_target(spark: SparkSession, config: Any, target: str, source: str, filename: str, runs: dict[str, tuple[list[list[Any]], int]]) -> dict[str, Any]:
+def audit_target(
+    spark: SparkSession, config: Any, target: str, source: str, filename: str, runs: dict[str, tuple[list[list[Any]], int]], splits: dict[str, list[int]] | None = None
+) -> dict[str, Any]:
     """Run a candidate under watch: what it does while it loads and runs, and what the plan holds.
 
     sql: the build runs watched in this process and the executed plan is searched for Python
     nodes. vectorized/kernel: each run (label -> rows, Arrow batch size) goes through Spark's
     Python workers in one partition, every batch counted; all outputs come back to be compared.
+    `splits`: runs whose rows reach the candidate in batches of exactly the given lengths.
     """
     name = target.removeprefix("candidate:")
     try:
@@ -128,12 +132,14 @@ def audit_target(spark: SparkSession, config: Any, target: str, source: str, fil
             loaded = load_candidate(config, target, source, filename, fresh=True)
         events = watch.drain()
         frame = loaded.apply(spark.createDataFrame([], schema), argument_columns(config))
-        plan = frame._jdf.queryExecution().executedPlan().toString()
+        execution = frame._jdf.queryExecution()
+        plan = execution.executedPlan().toString()
         return {
             "kind": kind,
             "events": events,
             "plan_python_nodes": [node for node in PYTHON_PLAN_NODES if node in plan],
             "plan_jvm_calls": sorted(set(JVM_PLAN_CALLS.findall(plan))),
+            "plan_expressions": expression_classes(execution.analyzed()),
             "conf_changes": loaded.conf_changes,
         }
     if not defines_function(source, "evaluate"):
@@ -153,6 +159,11 @@ def audit_target(spark: SparkSession, config: Any, target: str, source: str, fil
     results: dict[str, Any] = {}
     events: list[dict[str, Any]] = []
     for label, (rows, batch_rows) in runs.items():
+        run_mapper, run_schema = mapper, out_schema
+        if (splits or {}).get(label) and group_mapper is None:
+            run_schema = T.StructType([field for field in out_schema.fields if field.name != AUDIT])
+            # only the outputs (and the watch's events) of a sweep matter: no step counter on it
+            run_mapper = arrow_batches.make_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type), lengths=list(splits[label]))
         coerce = RowCoercer(schema, verify=False)
         prepared = [coerce(index, row) for index, row in enumerate(rows)]
         frame = (arrow_frame(spark, schema, prepared) or spark.createDataFrame(prepared, schema, verifySchema=False)).coalesce(1)
@@ -162,7 +173,7 @@ def audit_target(spark: SparkSession, config: Any, target: str, source: str, fil
             if group_mapper is not None:  # one call per group: the rows' arrays are the groups
                 collected = group_rows(frame, config).groupBy(ROW_ID).applyInArrow(group_mapper, out_schema).collect()
             else:
-                collected = frame.select(F.col(ROW_ID), *argument_columns(config)).mapInArrow(mapper, out_schema).collect()
+                collected = frame.select(F.col(ROW_ID), *argument_columns(config)).mapInArrow(run_mapper, run_schema).collect()
         except Exception as exc:
             if is_import_failure(exc):
                 raise TargetError(f"{target} failed to load: {import_failure_message(exc)}") from None
@@ -174,7 +185,7 @@ def audit_target(spark: SparkSession, config: Any, target: str, source: str, fil
         for row in collected:
             error = row[ERROR]
             outputs[row[ROW_ID]] = row[OUTPUT] if error is None else Raised(*(error.partition(": ")[::2]))
-            if row[AUDIT]:
+            if run_schema is out_schema and row[AUDIT]:
                 reports.append(json.loads(row[AUDIT]))
             if row[EVENTS]:
                 events += json.loads(row[EVENTS])
@@ -188,6 +199,29 @@ def audit_target(spark: SparkSession, config: Any, target: str, source: str, fil
             "children_left": max([r["children_left"] for r in reports] or [0]),
         }
     return {"kind": kind, "events": events, "runs": results}
+
+
+def expression_classes(plan: Any) -> list[str]:
+    """The class names of every expression in an analyzed logical plan (a JVM object), in first-seen order.
+
+    Read from the plan's JSON, whose nodes each name their class; plan nodes (Project, LocalRelation)
+    are left out.
+    """
+    found: dict[str, None] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            name = value.get("class")
+            if isinstance(name, str) and ".plans." not in name and ".execution." not in name:
+                found[name.rsplit(".", 1)[-1].split("$")[0]] = None
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(json.loads(plan.toJSON()))
+    return list(found)
 
 
 def plan_target(spark: SparkSession, config: Any, loaded: LoadedTarget, data: str) -> dict[str, Any]:

@@ -107,7 +107,8 @@ class CandidateWorker(SparkWorker):
             return problem
         with self.session_lock:
             try:
-                report = audit_target(self.spark, context.config, context.target, context.source, context.filename, runs)
+                splits = {str(label): [int(n) for n in lengths] for label, lengths in dict(message.get("splits") or {}).items()}
+                report = audit_target(self.spark, context.config, context.target, context.source, context.filename, runs, splits)
             except TargetError as exc:
                 return {"ok": False, "error_kind": "target", "message": str(exc), "restart": True, "events": watch.drain()}
         report["events"] = report["events"] + watch.drain()

@@ -34,6 +34,7 @@ WHY = {
     "unexpected_import": "a candidate may import only the libraries whose behaviour the judge knows (NumPy, pandas, PyArrow, the standard library's math and text modules, Spark SQL's API, aether_mcp.backend, CuPy, cuDF, numba)",
     "watch_dependent": "a candidate must return the same rows whether or not it is watched; outputs of watched runs are compared with the original like any other",
     "hides_failures": "where the original raises, its job fails; a value there (a null above all) turns that crash into data written silently",
+    "not_deterministic": "a sql candidate may use only deterministic, context-free expressions: the time, a random number, the partition or file a row came from differ between the judged run and the job",
     "fails_in_job": "the converted job imports the candidate before any SparkSession exists; a candidate that cannot load then crashes the job, however equal it was when judged",
 }
 FIX = {
@@ -51,6 +52,7 @@ FIX = {
     "evades_watch": "remove the trace/profile calls, code-object edits and function construction",
     "unexpected_import": "use NumPy, pandas, PyArrow, math, re, decimal, datetime, unicodedata, pyspark.sql.functions/types, aether_mcp.backend, CuPy, cuDF or numba",
     "watch_dependent": "compute the same result on every run; do not inspect sys.gettrace() or anything else that tells a watched run apart",
+    "not_deterministic": "compute the result from the arguments alone, with the functions of pyspark.sql.functions that depend on nothing else",
     "fails_in_job": "keep module level to imports and plain constants: build Columns inside build(*cols), arrays and frames inside evaluate(*series)",
     "hides_failures": "fail on those rows too (raise in vectorized code, F.raise_error or F.assert_true in sql), or record_deviation(..., returns_where_original_raises=true) if the pipeline wants the value",
 }

@@ -71,7 +71,7 @@ def run(
     `keep_folders`: folders the child wrote in its scratch (Parquet output, say), copied into
     `folder` under the same names: regular files only, never through a symlink.
     """
-    with confinement.Scratch("child") as scratch:
+    with confinement.Scratch() as scratch:
         python_scratch = scratch.path / "python"
         python_scratch.mkdir()
         request = {**request, "result": str(scratch.path / result_name), "progress": str(scratch.path / "progress.jsonl"), "scratch": str(scratch.path)}

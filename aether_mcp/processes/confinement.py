@@ -181,10 +181,14 @@ def environment(scratch: Path, extra: dict[str, str] | None = None, confined: bo
 
 
 class Scratch:
-    """A folder made for one call of agent code, outside every workspace, deleted when the call ends."""
+    """A folder made for one call, outside every workspace, deleted when the call ends.
 
-    def __init__(self, label: str) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix=f"aether-{label}-"))
+    `label`: a name for the server's own folders; a folder agent code works in has none (a plain
+    temporary folder, so no path it sees names the harness).
+    """
+
+    def __init__(self, label: str | None = None) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix=f"aether-{label}-" if label else None))
 
     def __enter__(self) -> Scratch:
         return self

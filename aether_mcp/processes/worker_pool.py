@@ -196,14 +196,17 @@ class WorkerPool:
         target: str,
         runs: dict[str, tuple[list, int]],
         *,
+        splits: dict[str, list[int]] | None = None,
         timeout_s: float = 600.0,
         cancel: threading.Event | None = None,
         backend: str = "cpu",
     ) -> dict:
-        """The candidate run under watch in the candidate worker: each run is (rows, Arrow batch size)."""
+        """The candidate run under watch in the candidate worker: each run is (rows, Arrow batch size).
+
+        `splits`: runs whose rows reach the candidate in batches of exactly these lengths."""
         handle = self.get("candidate", workspace.config.spark, backend)
         encoded = {label: {"rows": value_codec.encode(rows), "batch_rows": batch} for label, (rows, batch) in runs.items()}
-        message = {"op": "audit", "context": context(workspace, target), "runs": encoded}
+        message = {"op": "audit", "context": context(workspace, target), "runs": encoded, "splits": splits or {}}
         reply = self._request(handle, "candidate", message, f"auditing {target}", timeout_s, cancel)
         report = value_codec.decode(reply["report"])
         report["confinement"] = handle.confinement
@@ -323,7 +326,8 @@ class WorkerPool:
             status = REFERENCE_UNCONFINED
             process = subprocess_runner.start(argv, cwd=self.directory, log_path=log_path, env_extra=extra)
         else:
-            scratch = self.directory / f"{key}-{self.starts}"
+            # a plain temporary folder: no path the candidate's processes see names the harness
+            scratch = Path(tempfile.mkdtemp())
             call_scratch = scratch / "call"
             call_scratch.mkdir(parents=True)
             socket_path = str(scratch / "worker.sock")

@@ -20,7 +20,7 @@ from typing import Any, Callable, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp.judge import shrink
+from aether_mcp.judge import layouts, shrink
 from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.judge.compare import RAISE_KIND, Difference, classify
 from aether_mcp.judge.raise_regions import RaiseRegions
@@ -54,11 +54,8 @@ TOP_UP_ROUNDS = 3
 TOP_UP_BUDGET_S = 90.0
 TOP_UP_MAX_ROWS = 20_000
 TOP_UP_POOL_FACTOR = 20  # generated rows tried per row wanted, when most of them have a learned feature
-# Arrow batch sizes and partition layouts drawn per call, so batch-size special cases show up.
-# Tests and edge rows always run in tiny batches, hidden rows in a layout drawn per call.
+# Tests and edge rows always run in tiny batches; hidden rows in a layout drawn per call (judge.layouts).
 SMALL_BATCH_SIZES = (1, 2, 7)
-BATCH_SIZES = (256, 2048, 10_000)
-PARTITIONS = (1, 2, 3, 8)
 EMPTY_PARTITIONS = (0, 1, 3)
 Progress = Callable[[int, int | None, str], None]
 
@@ -119,6 +116,8 @@ class Evidence(BaseModel):
     hidden_rows_original_raised: int
     extra_rows_drawn: int = Field(0, description="hidden rows drawn after learning where the original raises, to reach the required count")
     learned: list[str] = Field(default_factory=list, description="argument features the original raised on nearly always; the extra rows avoid them")
+    hidden_rows_over_64_chars: int = Field(0, description="hidden rows with a string argument longer than 64 characters")
+    hidden_rows_over_256_chars: int = Field(0, description="hidden rows with a string argument longer than 256 characters")
     enough: bool
     note: str
 
@@ -200,11 +199,7 @@ def byte_compare(
     inputs += [("hidden", row) for row in generate_hidden_rows(opened.config, mined, hidden_rows, seed)]
     shape_rng = random.Random(secrets.randbits(64))
     small_shape = BatchShape(partitions=shape_rng.choice((1, 2, 3)), empty_partitions=shape_rng.choice(EMPTY_PARTITIONS), max_records_per_batch=shape_rng.choice(SMALL_BATCH_SIZES))
-    shape = BatchShape(
-        partitions=shape_rng.choice(PARTITIONS),
-        empty_partitions=shape_rng.choice(EMPTY_PARTITIONS),
-        max_records_per_batch=shape_rng.choice(BATCH_SIZES),
-    )
+    shape = BatchShape(**layouts.draw(shape_rng, layouts.job_batch(opened.config.spark.conf), hidden_rows))
     rows = [row for _, row in inputs]
 
     comparison = Comparison(opened, workers, target, cancel, resolved.name)
@@ -548,6 +543,9 @@ class _Evidence:
                 f"{len(hidden)}). Check the argument types in aether.toml, record_cases with rows on which the original returns, or lower "
                 "[compare] min_compared_rows only if the UDF's real inputs are this narrow."
             )
+        long_rows = sum(1 for i in hidden if _longest_string(self.rows[i]) > 64)
+        if long_rows:
+            note += f"; {long_rows} hidden rows had a string argument over 64 characters ({sum(1 for i in hidden if _longest_string(self.rows[i]) > 256)} over 256)"
         if self.indices:
             note += f"; {len(self.indices)} extra rows were drawn" + (f" avoiding {'; '.join(self.learned)}" if self.learned else "")
         return Evidence(
@@ -557,9 +555,26 @@ class _Evidence:
             hidden_rows_original_raised=raised,
             extra_rows_drawn=len(self.indices),
             learned=self.learned,
+            hidden_rows_over_64_chars=sum(1 for i in hidden if _longest_string(self.rows[i]) > 64),
+            hidden_rows_over_256_chars=sum(1 for i in hidden if _longest_string(self.rows[i]) > 256),
             enough=enough,
             note=note,
         )
+
+
+def _longest_string(row: list[Any]) -> int:
+    """The length of the longest string among a row's arguments (inside arrays, maps and structs too)."""
+    longest = 0
+    stack = list(row)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            longest = max(longest, len(value))
+        elif isinstance(value, dict):
+            stack += list(value.keys()) + list(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack += list(value)
+    return longest
 
 
 def _raised_examples(inputs, rows, expected, actual, raised: list[int]) -> list[RaisedExample]:

@@ -12,6 +12,8 @@ batch. Where the candidate's processes could not be confined, a clean verdict re
 
 from __future__ import annotations
 
+import random
+import re
 import secrets
 from pathlib import Path
 import threading
@@ -22,7 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import candidate_results, deviations
-from aether_mcp.judge import cheat_rules
+from aether_mcp.judge import cheat_rules, layouts, sql_functions
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.judge.case_literals import NotALiteral, literal
 from aether_mcp.judge.compare import classify
@@ -45,8 +47,6 @@ from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace, new_run_id
 SMALL_ROWS = 1_000
 LARGE_ROWS = 20_000
 TINY_BATCH_ROWS = 200  # rows run again one per batch, to catch results that depend on the batch
-JOB_BATCH_DEFAULT = 10_000  # spark.sql.execution.arrow.maxRecordsPerBatch when the job does not set it
-ARROW_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 MIN_HIDDEN_ROWS = 1_000
 MAX_HIDDEN_ROWS = 200_000
 MAX_LISTED_FINDINGS = 50  # in a result; its record on disk keeps every one
@@ -258,7 +258,7 @@ class _Watched:
         mined = mine(workspace.verified_original())
         self.small = hidden_rows(workspace.config, mined, small_rows, secrets.randbits(64))
         self.large = hidden_rows(workspace.config, mined, large_rows, secrets.randbits(64))
-        job_batch = _job_batch(workspace)
+        job_batch = layouts.job_batch(workspace.config.spark.conf)
         # one batch each (the large one above the job's batch size); the job's own batch size; one row per batch
         self.runs = {
             "small": (self.small, len(self.small) + 1),
@@ -276,6 +276,27 @@ class _Watched:
         # the large rows again at the job's own batch size, unwatched (only the outputs matter), when
         # that layout differs from the large run's single batch
         self.job_batch = job_batch if len(self.large) > job_batch else None
+        # the large rows once more across as many partitions as a job's shuffle makes (drawn up to
+        # 200), some empty, in a drawn batch size: results that depend on the partition differ here
+        self.wide_layout = layouts.draw(
+            random.Random(secrets.randbits(64)), job_batch or layouts.JOB_BATCH_DEFAULT, len(self.large), fewest=layouts.MIN_WIDE_PARTITIONS, most=layouts.MAX_PARTITIONS
+        )
+        # rows of the large run in batches of every length from 1 to the job's batch size (a job's
+        # partial last batches among them), each a slice of the large rows at a random offset
+        self.splits: dict[str, list[int]] = {}
+        self.sweep_index: list[int] = []
+        self.sweep_lengths: list[int] = []  # per swept row, the length of the batch it came in
+        kind = declared_target(candidate_path(workspace, target).read_text(encoding="utf-8"), target.removeprefix("candidate:"))
+        longest = min(len(self.large), job_batch, MAX_SWEPT_LENGTH.get(kind, 0))
+        if workspace.config.udf.pandas_form != "aggregate" and longest >= 1:
+            rng = random.Random(secrets.randbits(64))
+            lengths = layouts.sweep(rng, longest)
+            for length in lengths:
+                start = rng.randrange(len(self.large) - length + 1)
+                self.sweep_index += range(start, start + length)
+                self.sweep_lengths += [length] * length
+            self.splits = {"sweep": lengths}
+            self.runs["sweep"] = ([self.large[i] for i in self.sweep_index], len(self.sweep_index) + 1)
         self.events: list[WatchEvent] = []
         self.confined = False
         self.confinement = ""
@@ -290,7 +311,7 @@ class _Watched:
         """
         file = self.file
         try:
-            watched = self.workers.audit(self.workspace, self.target, self.runs, cancel=self.cancel, backend=self.backend)
+            watched = self.workers.audit(self.workspace, self.target, self.runs, splits=self.splits, cancel=self.cancel, backend=self.backend)
         except EvaluationFailed as exc:
             self.events = parse(exc.events)
             if exc.kind == "cancelled":
@@ -309,9 +330,21 @@ class _Watched:
             findings.append(_dynamic("tampering", file, f"the build changed Spark confs ({', '.join(watched['conf_changes'])}); they were restored"))
         for call in watched.get("plan_jvm_calls", []):
             findings.append(_dynamic("escape", file, f"the executed plan calls into the JVM or reads files ({call})"))
+        findings += self._expression_findings(watched.get("plan_expressions") or [])
+        grouped = self.workspace.config.udf.pandas_form == "aggregate"
+        if not grouped:
+            try:
+                wide = self.workers.evaluate("candidate", self.workspace, self.target, self.large, shape=self.wide_layout, typed=True, cancel=self.cancel, backend=self.backend)
+            except EvaluationFailed as exc:
+                return findings, f"the run in a wide layout ({self.wide_layout}) could not finish ({exc})"
+            self.events += parse(wide.events)
         if watched["kind"] == "sql":
+            if compared_equal and not grouped:
+                findings += self._compared_with_original({"wide": {"outputs": wide.outputs}})
             return findings, None
         runs = watched["runs"]
+        if not grouped:
+            runs["wide"] = {"outputs": wide.outputs}
         small, large = runs["small"], runs["large"]
         # Calls that do not grow with the rows are per-batch helpers; per-row work grows with them.
         if small["rows"] and large["rows"] >= 4 * small["rows"] and large["calls"] > 2 * small["calls"] + 10:
@@ -350,41 +383,60 @@ class _Watched:
             findings.append(_dynamic("escape", file, f"left {left_threads} threads and {left_children} child processes running"))
         return findings, None
 
+    def _expression_findings(self, classes: list[str]) -> list[AuditFinding]:
+        """A sql candidate's analyzed expressions against the allow-list; each refusal at the line that spells it, where one does."""
+        if not classes:
+            return []
+        source = candidate_path(self.workspace, self.target).read_text(encoding="utf-8").splitlines()
+        findings = []
+        for name, why in sql_functions.refused(classes):
+            spelled = sql_functions.spellings(name)
+            line = next((number for number, text in enumerate(source, 1) if any(re.search(rf"\b{re.escape(word)}\b", text.lower()) for word in spelled)), None)
+            finding = _dynamic("not_deterministic", self.file, f"the analyzed plan holds {name}, which {why}")
+            findings.append(finding.model_copy(update={"line": line}))
+        return findings
+
     def _compared_with_original(self, runs: dict[str, Any]) -> list[AuditFinding]:
         """Watched outputs are outputs: each run's rows against the original's, under the same policy as byte_compare."""
         comparison = Comparison(self.workspace, self.workers, self.target, self.cancel, self.backend)
         try:
-            expected_small = self.workers.evaluate("reference", self.workspace, "original", self.small, typed=True, cancel=self.cancel).outputs
+            needs_small = any(label in runs for label in ("small", "tiny"))
+            expected_small = self.workers.evaluate("reference", self.workspace, "original", self.small, typed=True, cancel=self.cancel).outputs if needs_small else []
             expected_large = self.workers.evaluate("reference", self.workspace, "original", self.large, typed=True, cancel=self.cancel).outputs
         except EvaluationFailed as exc:
             return [_dynamic("watch_dependent", self.file, f"the original could not be evaluated on the watched rows ({exc}), so they could not be compared")]
-        expected = {"small": expected_small, "large": expected_large, "job": expected_large, "tiny": expected_small[:TINY_BATCH_ROWS]}
-        layouts = {label: (rows, batch, "watch_dependent", "watched run") for label, (rows, batch) in self.runs.items()}
+        expected = {"small": expected_small, "large": expected_large, "job": expected_large, "wide": expected_large, "tiny": expected_small[:TINY_BATCH_ROWS]}
+        expected["sweep"] = [expected_large[i] for i in self.sweep_index]
+        compared = {label: (rows, batch, "watch_dependent", "watched run") for label, (rows, batch) in self.runs.items() if label in runs}
         if "job" in runs:
-            layouts["job"] = (self.large, self.job_batch, "batch_dependent", "run at the job's batch size")
+            compared["job"] = (self.large, self.job_batch, "batch_dependent", "run at the job's batch size")
+        if "sweep" in runs:
+            lengths = self.splits["sweep"]
+            compared["sweep"] = (self.runs["sweep"][0], f"every length from 1 to {lengths[-1]}", "batch_dependent", f"run in {len(lengths)} batches of lengths {lengths[0]}, {lengths[1] if len(lengths) > 1 else ''}... {lengths[-1]}")
+        if "wide" in runs:
+            shape = self.wide_layout
+            what = f"run in {shape['partitions']} partitions ({shape['empty_partitions']} of them empty)"
+            compared["wide"] = (self.large, shape["max_records_per_batch"], "batch_dependent", what)
         findings = []
-        for label, (rows, batch, rule, what) in layouts.items():
+        for label, (rows, batch, rule, what) in compared.items():
             wrong, example = 0, ""
-            for row, want, got in zip(rows, expected[label], runs[label]["outputs"]):
+            for position, (row, want, got) in enumerate(zip(rows, expected[label], runs[label]["outputs"])):
                 self.compared += not isinstance(want, Raised)
                 found, _ = comparison.difference(row, want, got)  # where the original raised, the candidate must fail too
                 if found is not None:
                     wrong += 1
-                    example = example or f"args {[repr(v) for v in row]}: {found.detail}"
+                    where = f" in a batch of {self.sweep_lengths[position]} rows" if label == "sweep" else ""
+                    example = example or f"args {[repr(v) for v in row]}{where}: {found.detail}"
             if wrong:
                 findings.append(_dynamic(rule, self.file, f"{what} '{label}' ({len(rows)} rows, Arrow batches of {batch}): {wrong} rows differ from the original, e.g. {example}"))
         return findings
 
 
 GROUP_VALUES = 3  # values per group in an aggregation's small watched run
+# The longest swept batch: the job's batch size, and for kernels (one Python call per thread under
+# numba's CUDA simulator) at most 1,000 rows.
+MAX_SWEPT_LENGTH = {"sql": 0, "vectorized": 10_000, "kernel": 1_000}
 LARGE_GROUP_FACTOR = 8  # the large run's groups hold this many times as many
-
-
-def _job_batch(workspace: Workspace) -> int:
-    try:
-        return max(1, int(workspace.config.spark.conf.get(ARROW_BATCH_CONF, JOB_BATCH_DEFAULT)))
-    except ValueError:
-        return JOB_BATCH_DEFAULT
 
 
 def _event_findings(workspace: Workspace, events: list[WatchEvent]) -> list[AuditFinding]:

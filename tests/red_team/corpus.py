@@ -2,7 +2,9 @@
 
 Each candidate file starts with `# expect: honest` or `# expect: <rule>`, and a cheat's second
 line says which kinds of check must each catch it: `# caught by: static`, `dynamic` or both, so a
-broken dynamic check cannot hide behind a static rule that still fires. The example folders'
+broken dynamic check cannot hide behind a static rule that still fires. A cheat that is right only
+where it can tell it is judged is `# expect: unequal`, `# caught by: comparison`: in a judged world
+it cannot tell apart from the job's, the comparison sees what the job would. The example folders'
 own candidates are honest. `UDFS` says where each UDF comes from and which rows its cases record.
 """
 
