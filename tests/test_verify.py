@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES
 
 from aether_mcp import case_file, test_freeze
 from aether_mcp.judge.case_literals import read_cases
@@ -21,7 +22,6 @@ from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, freezing, spec_strength, test_runs, workspaces
 from aether_mcp.verification import verify
 from aether_mcp.workspace import Workspace
-from conftest import EXAMPLES
 
 pytestmark = pytest.mark.slow
 SMALL = {"hidden_rows": 1000, "watched_rows": (250, 1000)}
@@ -111,7 +111,7 @@ def test_class_6_a_planted_bytecode_file_is_tampering_and_never_what_runs(verifi
     assert ended.returncode == 1 and "original/ holds files extraction never writes: original/__pycache__/" in ended.stdout
 
 
-def test_class_7_copied_verdicts_show_in_status_but_verify_recomputes_them(verified, workers, tmp_path):
+def test_class_7_copied_verdicts_are_ignored_by_status_and_verify_recomputes_them(verified, workers, tmp_path):
     root, ws = _copy(verified, tmp_path)
     from aether_mcp.tools.cheat_audit import audit_candidate
 
@@ -123,7 +123,9 @@ def test_class_7_copied_verdicts_show_in_status_but_verify_recomputes_them(verif
     forged["shortcut"] = [{**forged["discount_sql"][-1], "candidate_digest": hashlib.sha256(shortcut.encode()).hexdigest()}]
     runs.write_text(json.dumps(forged))
     status = workspaces.workspace_status(root, ws)
-    assert status.last_audits["shortcut"].verdict == "PASS" and not status.last_audits["shortcut"].candidate_changed_since  # the record is believed
+    # the copy keeps discount_sql's signature, which does not cover shortcut's digest: not believed
+    assert "shortcut" not in status.last_audits and status.last_audits["discount_sql"].verdict == "PASS"
+    assert any("1 audit_candidate record(s) of shortcut ignored" in line for line in status.records_ignored), status.records_ignored
     result = verify(root, workers, ws, "shortcut", **SMALL)
     assert not result.passed and _statuses(result)["candidate"] == "fail"
     assert "row_at_a_time" in result.checks[-1].detail
