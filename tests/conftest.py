@@ -15,8 +15,8 @@ os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-test-state-
 # Servers the tests start use the shared pool or start workers on first use; one test checks the warm start.
 os.environ["AETHER_MCP_WARM_START"] = "0"
 
-from aether_mcp.processes.worker_pool import WorkerPool  # noqa: E402
 from aether_mcp.path_guard import SandboxRoot  # noqa: E402
+from aether_mcp.processes.worker_pool import WorkerPool  # noqa: E402
 from aether_mcp.tools import workspaces  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,8 +76,15 @@ VECTORIZED_CANDIDATE = textwrap.dedent(
 )
 
 
+SPARK_FIXTURES = {"workers", "standalone_cluster", "connect_server"}
+
+
 def pytest_collection_modifyitems(config, items):
-    """GPU-marked tests run only where the GPU backend can: elsewhere they are skipped, saying why."""
+    """A test that asks for a Spark fixture is slow (so `make check` leaves it to `make test`).
+    GPU-marked tests run only where the GPU backend can: elsewhere they are skipped, saying why."""
+    for item in items:
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     from aether_mcp.backend import gpu_problem
 
     problem = gpu_problem("kernel")
@@ -121,14 +128,16 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def standalone_cluster(tmp_path):
-    """A Spark standalone master and one worker on 127.0.0.1, stopped (process groups killed) afterwards."""
+@pytest.fixture(scope="session")
+def standalone_cluster(tmp_path_factory):
+    """A Spark standalone master and one worker on 127.0.0.1, shared by the session's tests (each
+    application ends with its test), stopped (process groups killed) at the end."""
     import signal
     import subprocess
 
     import pyspark
 
+    tmp_path = tmp_path_factory.mktemp("standalone")
     home = Path(pyspark.__file__).parent
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp_path), "SPARK_WORKER_DIR": str(tmp_path / "work")}
     port = _free_port()
@@ -158,15 +167,17 @@ def standalone_cluster(tmp_path):
         process.wait(10)
 
 
-@pytest.fixture
-def connect_server(tmp_path):
-    """A Spark Connect server on 127.0.0.1 (local[2] behind it), started from PySpark's own jars; stopped afterwards."""
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server on 127.0.0.1 (local[2] behind it), started from PySpark's own jars, shared
+    by the session's tests (each with a session of its own); stopped at the end."""
     import signal
     import subprocess
     import sys
 
     import pyspark
 
+    tmp_path = tmp_path_factory.mktemp("connect")
     home = Path(pyspark.__file__).parent
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     port = _free_port()
