@@ -1,16 +1,23 @@
-# The README's two commands. Each creates .venv when needed and installs what it needs.
+# The README's two commands (demo, test), and the quick tier for every change (check: lint and the
+# tests that start no Spark). Each creates .venv when needed and installs what it needs.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test clean
+.PHONY: demo test check lint clean
 
 demo: $(STAMP)
 	$(BIN)/aether-mcp demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+check: lint
+	$(BIN)/python -m pytest -m "not slow" -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "aether-mcp needs Python 3.11 or newer: run make with PYTHON=python3.11 (or newer)")'

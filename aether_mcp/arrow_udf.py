@@ -10,7 +10,8 @@ a null apart from a NaN at every depth: `[1, None]` stays `[1, None]`, never `[1
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aether_mcp import backend
 from aether_mcp.lazy_import import lazy_module

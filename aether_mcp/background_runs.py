@@ -12,9 +12,10 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal
+from typing import Any, Literal
 
 import anyio
 from mcp.server.mcpserver.exceptions import ToolError

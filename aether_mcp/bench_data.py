@@ -15,16 +15,17 @@ import decimal
 import hashlib
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import call_scope
 from aether_mcp.judge.mined_values import MinedValues, mine
+from aether_mcp.lazy_import import lazy_module
 from aether_mcp.spark_types import SUPPORTED_TYPES_TEXT, integer_bounds, parse_type
 from aether_mcp.workspace import Workspace
-from aether_mcp.lazy_import import lazy_module
 
 np = lazy_module("numpy")
 pa = lazy_module("pyarrow")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import Callable, Iterator
 
 _cancel: ContextVar[threading.Event | None] = ContextVar("aether_cancel", default=None)
 _progress: ContextVar[Callable[[int, int | None, str], None] | None] = ContextVar("aether_progress", default=None)

@@ -98,5 +98,5 @@ def new_deviation(existing: list[Deviation], summary: str, reason: str, applies_
         applies_to=applies_to,
         ulp_tolerance=ulp_tolerance,
         returns_where_original_raises=returns_where_original_raises,
-        created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )

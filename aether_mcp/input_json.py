@@ -18,8 +18,8 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp.wire.value_codec import Struct
 from aether_mcp.lazy_import import lazy_module
+from aether_mcp.wire.value_codec import Struct
 
 T = lazy_module("pyspark.sql.types")
 

@@ -10,8 +10,9 @@ import contextlib
 import json
 import os
 import threading
+from collections.abc import AsyncIterator, Callable
 from functools import partial
-from typing import Annotated, Any, AsyncIterator, Callable, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -23,12 +24,31 @@ from pydantic import Field, ValidationError, WithJsonSchema
 
 from aether_mcp import __version__, artifact_links, background_runs, call_scope, prompts, strict_wire
 from aether_mcp.bench_data import GenerateDataResult
+from aether_mcp.path_guard import SandboxRoot, root_problem
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.progress_report import Monotonic
+from aether_mcp.tools import (
+    benchmarking,
+    byte_compare,
+    case_recording,
+    cheat_audit,
+    conversion_report,
+    data_validation,
+    deviation_records,
+    files,
+    freezing,
+    job_conversion,
+    optimization,
+    profiling,
+    project_scan,
+    snapshots,
+    spec_strength,
+    test_audit,
+    test_runs,
+    workspaces,
+)
 from aether_mcp.workspace import SparkConfig
 from aether_mcp.workspace_derivation import DEFAULT_SPARK_CONF
-from aether_mcp.path_guard import SandboxRoot, root_problem
-from aether_mcp.tools import benchmarking, byte_compare, data_validation, job_conversion, case_recording, cheat_audit, conversion_report, deviation_records, files, freezing, optimization, profiling, project_scan, snapshots, spec_strength, test_audit, test_runs, workspaces
 
 INSTRUCTIONS = """\
 aether-mcp converts a PySpark Python UDF into a faster equivalent (Spark SQL, vectorized

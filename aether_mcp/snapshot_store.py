@@ -13,9 +13,9 @@ import datetime as dt
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -45,7 +45,7 @@ def take(workspace: Workspace, label: str) -> Snapshot:
     snapshot = Snapshot(
         snapshot_id=_next_id(workspace),
         label=label,
-        created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         files=files,
     )
     directory = _snapshots_dir(workspace)

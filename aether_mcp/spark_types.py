@@ -8,6 +8,7 @@ canonical DDL string stored in aether.toml (`DataType.simpleString()`). Unknown 
 from __future__ import annotations
 
 import re
+
 from aether_mcp.lazy_import import lazy_module
 
 T = lazy_module("pyspark.sql.types")

@@ -130,4 +130,4 @@ def _log(workspace: Workspace, entry: dict[str, Any]) -> None:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

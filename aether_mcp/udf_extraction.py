@@ -25,9 +25,9 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
+from aether_mcp.lazy_import import lazy_module
 from aether_mcp.local_modules import LocalModules
 from aether_mcp.spark_types import TYPE_CLASS_NAMES, UnknownSparkType, parse_type, type_name
-from aether_mcp.lazy_import import lazy_module
 
 T = lazy_module("pyspark.sql.types")
 

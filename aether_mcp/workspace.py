@@ -26,9 +26,10 @@ import os
 import re
 import secrets
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Iterator, Literal
+from typing import Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -408,5 +409,5 @@ def key_id() -> str:
 
 def new_run_id(label: str = "") -> str:
     """A sortable, unique name for one run's folder: UTC time, an optional label, random hex."""
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     return f"{stamp}-{label}-{secrets.token_hex(3)}" if label else f"{stamp}-{secrets.token_hex(3)}"

@@ -10,13 +10,13 @@ with (another HOME or state folder), which then re-signs what it could re-derive
 from __future__ import annotations
 
 import ast
-
 from dataclasses import dataclass
 from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp import udf_extraction
+from aether_mcp.lazy_import import lazy_module
 from aether_mcp.local_modules import LocalModules
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import UnknownSparkType, parse_type, type_name
@@ -30,7 +30,6 @@ from aether_mcp.workspace import (
     UdfConfig,
     WorkspaceConfig,
 )
-from aether_mcp.lazy_import import lazy_module
 
 T = lazy_module("pyspark.sql.types")
 

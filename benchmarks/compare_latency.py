@@ -48,14 +48,13 @@ def main() -> None:
     state = tempfile.mkdtemp(prefix="aether-bench-state-")
     os.environ["AETHER_MCP_STATE_DIR"] = state
 
-    from aether_mcp.processes.worker_pool import WorkerPool
     from aether_mcp.path_guard import SandboxRoot
+    from aether_mcp.processes.confinement import DISABLE_ENV
+    from aether_mcp.processes.worker_pool import WorkerPool
     from aether_mcp.tools import files, workspaces
     from aether_mcp.tools.benchmarking import micro_benchmark
     from aether_mcp.tools.byte_compare import byte_compare
     from aether_mcp.tools.cheat_audit import audit_candidate
-
-    from aether_mcp.processes.confinement import DISABLE_ENV
     from aether_mcp.workspace import SparkConfig
     from aether_mcp.workspace_derivation import DEFAULT_SPARK_CONF
 

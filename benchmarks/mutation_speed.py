@@ -22,8 +22,8 @@ from compare_latency import EXAMPLES, machine  # noqa: E402
 
 def main() -> None:
     os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-bench-state-")
-    from aether_mcp.processes.worker_pool import WorkerPool
     from aether_mcp.path_guard import SandboxRoot
+    from aether_mcp.processes.worker_pool import WorkerPool
     from aether_mcp.tools import files, spec_strength, workspaces
 
     rows = []

@@ -31,11 +31,12 @@ def main() -> None:
     parser.add_argument("--hidden-rows", type=int, default=20_000)
     args = parser.parse_args()
     os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-bench-state-")
-    from aether_mcp.processes.worker_pool import WorkerPool
-    from aether_mcp.path_guard import SandboxRoot
-    from aether_mcp.tools.cheat_audit import audit_candidate
     from red_team.corpus import entries, make_workspaces
     from test_red_team import WATCHED_ROWS
+
+    from aether_mcp.path_guard import SandboxRoot
+    from aether_mcp.processes.worker_pool import WorkerPool
+    from aether_mcp.tools.cheat_audit import audit_candidate
 
     base = Path(tempfile.mkdtemp(prefix="aether-red-team-"))
     root = SandboxRoot(base)

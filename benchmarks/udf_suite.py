@@ -46,8 +46,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=[example for example, *_ in EXAMPLES], help="run these examples only")
     options = parser.parse_args()
     os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-bench-state-")
-    from aether_mcp.processes.worker_pool import WorkerPool
     from aether_mcp.path_guard import SandboxRoot
+    from aether_mcp.processes.worker_pool import WorkerPool
     from aether_mcp.tools import files, workspaces
     from aether_mcp.tools.benchmarking import run_benchmark
 

@@ -39,7 +39,6 @@ def main() -> None:
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
-
     from conftest import SHIPPING_JOB, VECTORIZED_CANDIDATE
 
     from aether_mcp.path_guard import SandboxRoot

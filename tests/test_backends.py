@@ -21,7 +21,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from conftest import EXAMPLES, REPO
 from mcp.server.mcpserver.exceptions import ToolError
+from test_profiling import FIXTURES, STAND_IN_NSYS
 
 from aether_mcp import backend
 from aether_mcp.parsers import device_counters, nsys_report
@@ -29,8 +31,6 @@ from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import benchmarking, byte_compare, cheat_audit, device_proof, files, profiling, workspaces
 from aether_mcp.tools.test_runs import run_tests
 from aether_mcp.workspace import Workspace
-from conftest import EXAMPLES, REPO
-from test_profiling import FIXTURES, STAND_IN_NSYS
 
 GEO_TYPES = {"lat1": "double", "lon1": "double", "lat2": "double", "lon2": "double"}
 

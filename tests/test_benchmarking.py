@@ -9,13 +9,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import EXAMPLES, SQL_CANDIDATE, VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, workspaces
-from aether_mcp.workspace import Workspace
 from aether_mcp.tools.benchmarking import bootstrap_paired_ci, generate_data, micro_benchmark, paired_speedup, run_benchmark, tune_arrow_batch
-from conftest import EXAMPLES, SQL_CANDIDATE, VECTORIZED_CANDIDATE
+from aether_mcp.workspace import Workspace
 
 POSITIVE_WEIGHTS = {"weight": {"min": 0.1, "max": 50.0}}
 

@@ -6,14 +6,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLE_UDFS, EXAMPLES, SQL_CANDIDATE, VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
+from aether_mcp.judge.compare import Difference
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, workspaces
-from aether_mcp.judge.compare import Difference
 from aether_mcp.tools.byte_compare import MISMATCHES_PER_SOURCE, _examples, byte_compare
 from aether_mcp.tools.test_runs import run_tests
-from conftest import EXAMPLE_UDFS, EXAMPLES, SQL_CANDIDATE, VECTORIZED_CANDIDATE
 
 pytestmark = pytest.mark.slow
 

@@ -224,7 +224,6 @@ def test_module_state_is_digested_by_content_whatever_writes_it():
     import types
 
     import numpy as np
-    import pandas as pd
 
     from aether_mcp.confined.watch import module_state
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import SHIPPING_CASES
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from aether_mcp.paging import PAGE_CHARS
 from aether_mcp.server import build_server
-from conftest import SHIPPING_CASES
 
 pytestmark = pytest.mark.anyio
 CONSOLE_SCRIPT = Path(sys.executable).parent / "aether-mcp"
@@ -327,7 +327,6 @@ def test_cancelling_a_spec_tool_as_its_child_starts_stops_the_child_and_the_next
 
 def test_background_runs_refuse_what_they_cannot_do_and_say_what_to_call():
     import anyio as anyio_
-
     from mcp.server.mcpserver.exceptions import ToolError
 
     from aether_mcp.background_runs import MAX_RUNNING, BackgroundRuns

@@ -6,10 +6,10 @@ import sys
 import textwrap
 
 import pytest
+from conftest import EXAMPLES, VECTORIZED_CANDIDATE
 
 from aether_mcp.tools import conversion_report, workspaces
 from aether_mcp.workspace import Workspace
-from conftest import EXAMPLES, VECTORIZED_CANDIDATE
 
 STEPPED_SQL = textwrap.dedent(
     '''

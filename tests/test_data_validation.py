@@ -13,12 +13,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.tools import workspaces
 from aether_mcp.tools.conversion_report import report
 from aether_mcp.tools.data_validation import validate_on_data
-from conftest import VECTORIZED_CANDIDATE
 
 # SQL_CANDIDATE's logic, wrong on purpose where the weight is one of the planted values
 PLANTED_SQL = textwrap.dedent(

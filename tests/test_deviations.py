@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.predicates import Predicate
@@ -11,7 +12,6 @@ from aether_mcp.tools import files, workspaces
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.cheat_audit import audit_candidate
 from aether_mcp.tools.deviation_records import record_deviation, remove_deviation
-from conftest import VECTORIZED_CANDIDATE
 
 ARGS = ["weight", "express"]
 # The same fee with the per-kg step written as a division: up to 2 ULP away from the original.

@@ -18,12 +18,12 @@ import types
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from aether_mcp import backend
 from aether_mcp.parsers import device_counters
 from aether_mcp.parsers.device_counters import PROBE_KERNEL, Source
 from aether_mcp.tools import device_proof
-from conftest import REPO
 
 CUPTI = Path(__file__).parent / "fixtures" / "cupti"
 ROWS = 100_000

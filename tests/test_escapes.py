@@ -12,12 +12,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import VECTORIZED_CANDIDATE
 
 from aether_mcp.tools import files
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.cheat_audit import audit_candidate
 from aether_mcp.workspace import Workspace
-from conftest import VECTORIZED_CANDIDATE
 
 pytestmark = pytest.mark.slow
 

@@ -3,11 +3,11 @@
 import shutil
 
 import pytest
+from conftest import EXAMPLE_UDFS, EXAMPLES
 
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, workspaces
 from aether_mcp.tools.test_runs import run_tests
-from conftest import EXAMPLE_UDFS, EXAMPLES
 
 pytestmark = pytest.mark.slow
 

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import SHIPPING_CASES, SHIPPING_JOB, SQL_CANDIDATE, VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.tools import workspaces
@@ -21,7 +22,6 @@ from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.cheat_audit import audit_candidate
 from aether_mcp.tools.job_conversion import MARKER, apply_conversion, no_udf_left
 from aether_mcp.workspace import Workspace
-from conftest import SHIPPING_CASES, SHIPPING_JOB, SQL_CANDIDATE, VECTORIZED_CANDIDATE
 
 pytestmark = pytest.mark.slow
 # the shipping job in a form that runs as a script: a DDL string in @udf needs a SparkContext at import in PySpark 4

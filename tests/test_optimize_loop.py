@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import VECTORIZED_CANDIDATE
 from mcp import Client
 
 from aether_mcp.server import build_server
 from aether_mcp.tools import optimization
 from aether_mcp.workspace import Workspace
-from conftest import VECTORIZED_CANDIDATE
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -11,10 +11,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import SQL_CANDIDATE, VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.tools import conversion_report, profiling
-from conftest import SQL_CANDIDATE, VECTORIZED_CANDIDATE
 
 pytestmark = pytest.mark.slow
 

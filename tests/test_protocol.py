@@ -5,10 +5,10 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import SHIPPING_CASES
 from mcp import Client
 
 from aether_mcp.server import build_server
-from conftest import SHIPPING_CASES
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tools_list.json"
 TOOL_ORDER = [

@@ -3,6 +3,7 @@
 import textwrap
 
 import pytest
+from conftest import SQL_CANDIDATE, VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp import bench_data, workspace_derivation
@@ -12,7 +13,6 @@ from aether_mcp.tools import deviation_records, files, workspaces
 from aether_mcp.tools.benchmarking import run_benchmark
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.cheat_audit import audit_candidate
-from conftest import SQL_CANDIDATE, VECTORIZED_CANDIDATE
 
 pytestmark = pytest.mark.slow
 

@@ -1,10 +1,10 @@
 """The red team: every cheating candidate is caught by the rule meant to catch it; every honest one passes."""
 
 import pytest
+from red_team.corpus import entries, make_workspaces
 
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools.cheat_audit import audit_candidate
-from red_team.corpus import entries, make_workspaces
 
 pytestmark = pytest.mark.slow
 CORPUS = entries()

@@ -4,11 +4,11 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import SQL_CANDIDATE, VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.tools import files, workspaces
 from aether_mcp.tools.test_runs import run_tests
-from conftest import SQL_CANDIDATE, VECTORIZED_CANDIDATE
 
 pytestmark = pytest.mark.slow
 

@@ -9,9 +9,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pyspark.sql import types as T
 
 from aether_mcp import case_file
+from aether_mcp.input_json import from_json_row, to_json_row
 from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.judge.mutants import generate_mutants
-from aether_mcp.input_json import from_json_row, to_json_row
 
 ORIGINAL = '''import math
 LIMIT = 65

@@ -6,12 +6,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLE_UDFS, EXAMPLES, SQL_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import byte_compare, case_recording, files, freezing, spec_strength, test_audit, test_runs, workspaces
-from conftest import EXAMPLE_UDFS, EXAMPLES, SQL_CANDIDATE
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp import Client, StdioServerParameters
-
 from conftest import SHIPPING_CASES
+from mcp import Client, StdioServerParameters
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 CONSOLE_SCRIPT = Path(sys.executable).parent / "aether-mcp"

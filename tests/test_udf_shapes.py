@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
+from shapes.catalog import SHAPES, Outcome, run_shape
 
 from aether_mcp import udf_extraction, workspace_derivation
 from aether_mcp.path_guard import SandboxRoot
@@ -28,7 +29,6 @@ from aether_mcp.tools.cheat_audit import audit_candidate
 from aether_mcp.tools.conversion_report import wiring
 from aether_mcp.tools.profiling import nsys_profile
 from aether_mcp.workspace import Workspace
-from shapes.catalog import SHAPES, Outcome, run_shape
 
 GLOBAL_SET_JOB = '''
 from pyspark.sql.functions import udf

@@ -7,8 +7,8 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import Row
 
-from aether_mcp.wire import value_codec
 from aether_mcp.judge.compare import identical
+from aether_mcp.wire import value_codec
 from aether_mcp.wire.value_codec import Raised
 
 

@@ -119,7 +119,8 @@ def test_rewriting_the_manifest_too_is_still_detected(workspace, root):
     ws = Path(workspace)
     (ws / "aether.toml").write_text((ws / "aether.toml").read_text().replace('"double"', '"string"', 1))
     manifest = ws / ".aether" / "protected.json"
-    import hashlib, json
+    import hashlib
+    import json
 
     data = json.loads(manifest.read_text())
     data["files"]["aether.toml"] = hashlib.sha256((ws / "aether.toml").read_bytes()).hexdigest()

@@ -32,8 +32,8 @@ def main(argv: list[str]) -> int:
 def _run(request: dict[str, Any]) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
-    from aether_mcp.nested_values import arrow_values, as_udf_argument
     from aether_mcp.evaluation.pandas_forms import per_batch
+    from aether_mcp.nested_values import arrow_values, as_udf_argument
     from aether_mcp.reference.original import original_function
 
     config = _config(request)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 
 def progress_writer(path: str | Path) -> Callable[[int, int, str], None]:

@@ -49,8 +49,8 @@ def run(request: dict[str, Any], report) -> dict[str, Any]:
 
     from aether_mcp.confined import arrow_batches
     from aether_mcp.confined.candidate_targets import load_candidate
-    from aether_mcp.evaluation.target_evaluation import OUTPUT, ROW_ID, TargetError, argument_columns, is_import_failure
     from aether_mcp.evaluation.data_runs import UserFacing, apply_and_write, session
+    from aether_mcp.evaluation.target_evaluation import OUTPUT, ROW_ID, TargetError, argument_columns, is_import_failure
     from aether_mcp.spark_types import parse_type
 
     report(0, 3, f"starting Spark ({request['master']})")

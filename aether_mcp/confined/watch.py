@@ -36,7 +36,8 @@ import sys
 import sysconfig
 import threading
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aether_mcp import import_policy
 
@@ -535,7 +536,7 @@ def _feed_state(digest: Any, value: Any, module: types.ModuleType, depth: int, s
 
 def _filled(cell: Any) -> bool:
     try:
-        cell.cell_contents
+        cell.cell_contents  # noqa: B018  (reading an empty cell raises ValueError)
     except ValueError:
         return False
     return True

@@ -11,7 +11,9 @@ check, micro-benchmarks): the iterator is fed that one batch. Light: pandas and 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Iterator, Tuple
+from collections.abc import Callable, Iterator
+from typing import Any
+
 from aether_mcp.lazy_import import lazy_module
 
 pd = lazy_module("pandas")
@@ -69,6 +71,6 @@ def for_spark(function: Callable[..., Any], form: str | None, arity: int) -> Cal
     def evaluate_batches(batches):
         yield from function(batches)
 
-    element = pd.Series if arity == 1 else Tuple[(pd.Series,) * arity]  # type: ignore[misc]
+    element = pd.Series if arity == 1 else tuple[(pd.Series,) * arity]  # type: ignore[misc]
     evaluate_batches.__annotations__ = {"batches": Iterator[element], "return": Iterator[pd.Series]}
     return evaluate_batches

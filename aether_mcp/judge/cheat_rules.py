@@ -89,7 +89,7 @@ KEY_FUNCTIONS = {"sorted", "min", "max"}
 WATCH_CALLS = {"settrace", "setprofile", "gettrace", "getprofile"}
 # SQL text that calls into the JVM or reads files (SQL function names are case-insensitive).
 JVM_SQL = re.compile(r"\b(try_reflect|reflect|java_method)\s*\(|\binput_file_name\b|\bread_files\b|\bjava\.(lang|io|nio|net)\.", re.IGNORECASE)
-TRIVIAL_LITERALS = {0, 1, -1, 2, 10, 100, 0.5, "", " ", None, True, False}
+TRIVIAL_LITERALS = {0, 1, -1, 2, 10, 100, 0.5, "", " ", None}
 
 
 @dataclass
@@ -374,7 +374,7 @@ class _Scanner:
         }
         copy = "a per-row device-to-host copy"
         for loop in loops:
-            for target, iterable in _loop_targets(loop):
+            for _target, iterable in _loop_targets(loop):
                 if _iterates_elements(iterable, data):
                     self.add("host_round_trip", loop, detail=f"iterating {ast.unparse(iterable)} pulls one element at a time: {copy}")
             for node in _per_row_region(loop):

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from aether_mcp.wire.value_codec import Raised, Struct, dumps
 from aether_mcp.lazy_import import lazy_module
+from aether_mcp.wire.value_codec import Raised, Struct, dumps
 
 T = lazy_module("pyspark.sql.types")
 

@@ -14,10 +14,10 @@ import struct
 from decimal import Decimal
 from typing import Any
 
+from aether_mcp.lazy_import import lazy_module
 from aether_mcp.spark_types import integer_bounds, parse_type
 from aether_mcp.wire.value_codec import Struct
 from aether_mcp.workspace import WorkspaceConfig
-from aether_mcp.lazy_import import lazy_module
 
 T = lazy_module("pyspark.sql.types")
 
@@ -35,7 +35,7 @@ DATE_EDGES = [
     dt.date(1970, 1, 1), dt.date(1969, 12, 31), dt.date(2000, 2, 29), dt.date(2024, 2, 29), dt.date(1900, 3, 1),
     dt.date(1582, 10, 15), dt.date(1582, 10, 4), dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(2038, 1, 19),
 ]
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 TIMESTAMP_EDGES = [
     dt.datetime(1970, 1, 1, tzinfo=_UTC), dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=_UTC),
     dt.datetime(2038, 1, 19, 3, 14, 7, tzinfo=_UTC), dt.datetime(2038, 1, 19, 3, 14, 8, tzinfo=_UTC),

@@ -12,15 +12,16 @@ from __future__ import annotations
 import datetime as dt
 import random
 import struct
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from aether_mcp.judge.edge_inputs import _float32, edge_values, map_keys
 from aether_mcp.judge.mined_values import MinedValues, boundary_values
+from aether_mcp.lazy_import import lazy_module
 from aether_mcp.spark_types import integer_bounds, parse_type
 from aether_mcp.wire.value_codec import Struct
 from aether_mcp.workspace import WorkspaceConfig
-from aether_mcp.lazy_import import lazy_module
 
 T = lazy_module("pyspark.sql.types")
 
@@ -282,7 +283,7 @@ class _ValueSource:
 
     def _timestamp(self, mined: bool) -> dt.datetime:
         rng = self.rng
-        base = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+        base = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
         if rng.random() < 0.8:
             return base + dt.timedelta(microseconds=rng.randint(-(2**41), 2**41))
         return base + dt.timedelta(seconds=rng.randint(-62_000_000_000, 250_000_000_000), microseconds=rng.randint(0, 999_999))

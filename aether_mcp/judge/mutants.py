@@ -14,8 +14,8 @@ import ast
 import copy
 import difflib
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from aether_mcp.judge.mined_values import docstring_constants
 

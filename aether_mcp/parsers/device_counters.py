@@ -31,9 +31,10 @@ import importlib.util
 import json
 import re
 import shutil
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 SOURCES = ("nsys", "cupti")
 DIRECTIONS = ("host_to_device", "device_to_host")

@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from pydantic import BaseModel, Field
+
 from aether_mcp.lazy_import import lazy_module
 
 pd = lazy_module("pandas")

@@ -14,9 +14,10 @@ import json
 import shutil
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from aether_mcp.candidates import candidate_path
 from aether_mcp.processes import confinement, subprocess_runner

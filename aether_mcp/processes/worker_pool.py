@@ -26,8 +26,8 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp.backend import Resolved, has_gpu  # noqa: F401  (has_gpu: re-exported for the tools)
 from aether_mcp import call_scope
+from aether_mcp.backend import Resolved, has_gpu  # noqa: F401  (has_gpu: re-exported for the tools)
 from aether_mcp.candidates import candidate_path
 from aether_mcp.processes import confinement, subprocess_runner
 from aether_mcp.processes.confinement import ConfinementStatus

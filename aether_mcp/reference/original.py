@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
-
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from aether_mcp.evaluation.pandas_forms import for_spark, per_batch
 from aether_mcp.evaluation.source_modules import digest, module_from_source
-from aether_mcp.evaluation.target_evaluation import ROW_ID, OUTPUT, LoadedTarget, TargetError, group_rows, is_grouped
+from aether_mcp.evaluation.target_evaluation import OUTPUT, ROW_ID, LoadedTarget, TargetError, group_rows, is_grouped
 from aether_mcp.spark_types import parse_type
 
 

@@ -22,12 +22,13 @@ import signal
 import sys
 import time
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aether_mcp.evaluation.pandas_forms import EMPTY_GROUP_MESSAGE, EMPTY_GROUP_TYPE, group_columns, per_batch
-from aether_mcp.wire import value_codec
 from aether_mcp.judge.compare import classify
 from aether_mcp.nested_values import as_udf_argument, captured_column, pandas_argument, rows_of, udf_result
+from aether_mcp.wire import value_codec
 from aether_mcp.wire.value_codec import Raised, Struct
 
 PANDAS_DTYPES = {
@@ -247,7 +248,7 @@ def run_trace(job: dict[str, Any]) -> dict[str, Any]:
         arcs: set[tuple[int, int]] = set()
         last: dict[int, int] = {}
 
-        def tracer(frame, event, arg):
+        def tracer(frame, event, arg, arcs=arcs, last=last):
             if frame.f_code.co_filename != path:
                 return None
             key = id(frame)

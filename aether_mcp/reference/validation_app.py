@@ -131,9 +131,7 @@ def run_inputs(request: dict[str, Any], report) -> dict[str, Any]:
 def run_compare(request: dict[str, Any], report) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
-    from aether_mcp.evaluation.target_evaluation import ERROR, OUTPUT, ROW_ID
-
-    from aether_mcp.evaluation.target_evaluation import argument_columns, is_import_failure
+    from aether_mcp.evaluation.target_evaluation import ERROR, OUTPUT, ROW_ID, argument_columns, is_import_failure
     from aether_mcp.reference.original import load_original
 
     folder = Path(request["folder"])

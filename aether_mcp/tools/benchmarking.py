@@ -16,31 +16,32 @@ import secrets
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import bench_data, deviations
-from aether_mcp.bench_stats import bootstrap_paired_ci, paired_speedup
-from aether_mcp.bench_data import GenerateDataResult
-from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
-from aether_mcp.processes import confined_child
-from aether_mcp.progress_report import ChildProgress, Stages
+from aether_mcp.bench_data import GenerateDataResult
+from aether_mcp.bench_stats import bootstrap_paired_ci, paired_speedup
+from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.evaluation.pandas_forms import EMPTY_GROUP_TYPE
 from aether_mcp.judge.raise_regions import RaiseRegions
-from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
-from aether_mcp.spark_types import parse_type
-from aether_mcp.wire.value_codec import Raised
+from aether_mcp.lazy_import import lazy_module
 from aether_mcp.nested_values import arrow_values
 from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.processes import confined_child
+from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
+from aether_mcp.progress_report import ChildProgress, Stages
+from aether_mcp.spark_types import parse_type
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.device_proof import DeviceActivity
+from aether_mcp.wire.value_codec import Raised
 from aether_mcp.workspace import Workspace, check_master, new_run_id
-from aether_mcp.lazy_import import lazy_module
 
 pq = lazy_module("pyarrow.parquet")
 

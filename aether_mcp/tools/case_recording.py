@@ -9,15 +9,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import case_file
-from aether_mcp.wire import value_codec
-from aether_mcp.judge.case_literals import read_case_rows
-from aether_mcp.wire.value_codec import Raised
-from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.input_json import from_json_row, session_naive, to_json_row
+from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.nested_values import typed
 from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.spark_types import parse_type
 from aether_mcp.test_freeze import refuse_if_frozen
+from aether_mcp.wire import value_codec
+from aether_mcp.wire.value_codec import Raised
 from aether_mcp.workspace import TESTS_DIR, Workspace
 
 MAX_ROWS = 1000

@@ -15,33 +15,33 @@ from __future__ import annotations
 import random
 import re
 import secrets
-from pathlib import Path
 import threading
 import time
-from typing import Any, Callable, Literal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import candidate_results, deviations
-from aether_mcp.judge import cheat_rules, layouts, sql_functions
+from aether_mcp.backend import Resolved
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
+from aether_mcp.judge import cheat_rules, layouts, sql_functions
 from aether_mcp.judge.case_literals import NotALiteral, literal
-from aether_mcp.judge.compare import classify
+from aether_mcp.judge.compare import RAISE_KIND, classify
 from aether_mcp.judge.hidden_inputs import hidden_rows
 from aether_mcp.judge.mined_values import mine
 from aether_mcp.judge.watch_events import WatchEvent, parse, rule_of
-from aether_mcp.judge.compare import RAISE_KIND
-from aether_mcp.wire.value_codec import Raised
-from aether_mcp.backend import Resolved
+from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import confined_child
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
-from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import field_names, parse_type
 from aether_mcp.test_freeze import freeze_record, require_frozen_tests_intact
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import ByteCompareResult, Comparison, byte_compare
 from aether_mcp.tools.device_proof import DeviceActivity
+from aether_mcp.wire.value_codec import Raised
 from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace, new_run_id
 
 SMALL_ROWS = 1_000

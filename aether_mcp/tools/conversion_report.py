@@ -72,7 +72,7 @@ def collect(root: SandboxRoot, opened: Workspace) -> dict[str, Any]:
     candidates = _candidates(opened, status)
     benchmarks = _benchmarks(opened)
     data = {
-        "generated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "workspace": str(opened.path),
         "root": str(root.path),
         "workspace_relative": root.relative(opened.path),
@@ -487,7 +487,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         out += ["| run | candidate | backend | rows | floor s | original s | candidate s | speedup (95% CI) | overhead removed | master, cores |", "|---|---|---|---|---|---|---|---|---|---|"]
         for b in data["benchmarks"]:
             modes = b["modes"]
-            cell = lambda mode: f"{modes[mode]['median_s']:.3f}" if mode in modes else "-"  # noqa: E731
+            cell = lambda mode, modes=modes: f"{modes[mode]['median_s']:.3f}" if mode in modes else "-"  # noqa: E731
             speed = f"{b['speedup']:.2f}x ({b['speedup_ci'][0]:.2f}-{b['speedup_ci'][1]:.2f})" if b["speedup"] is not None and b["speedup_ci"] else "-"
             overhead = f"{b['overhead_eliminated']:.0%}" if b["overhead_eliminated"] is not None else "-"
             where = b["backend"] + (" (verified)" if b["gpu_verified"] else " (not verified)" if b["backend"] == "gpu" else "")

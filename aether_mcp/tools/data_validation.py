@@ -20,8 +20,9 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field

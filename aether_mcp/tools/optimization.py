@@ -17,15 +17,16 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import bench_data, candidate_results, snapshot_store
-from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.test_freeze import freeze_record
 from aether_mcp.tools.benchmarking import DEFAULT_PRECISION, DEFAULT_ROWS, _benchmarkable, _checked, _output_mismatch, _run_application, bootstrap_paired_ci, paired_speedup, precision_request
 from aether_mcp.tools.cheat_audit import MAX_HIDDEN_ROWS, MIN_HIDDEN_ROWS, AuditCandidateResult, audit_candidate
@@ -256,7 +257,7 @@ def _current_pass(opened: Workspace, name: str) -> AuditCandidateResult | None:
         try:
             audit = AuditCandidateResult.model_validate_json(Path(entry["result_path"]).read_text(encoding="utf-8"))
             # run folders are named by their UTC start time; an audit from before the current freeze judged other tests
-            audited = dt.datetime.strptime(Path(audit.result_path).parent.name[:15], "%Y%m%dT%H%M%S").replace(tzinfo=dt.timezone.utc)
+            audited = dt.datetime.strptime(Path(audit.result_path).parent.name[:15], "%Y%m%dT%H%M%S").replace(tzinfo=dt.UTC)
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if audit.verdict.startswith("PASS") and audit.tests == "frozen as recorded" and audited > frozen:
@@ -342,4 +343,4 @@ def _digest(opened: Workspace, name: str) -> str | None:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

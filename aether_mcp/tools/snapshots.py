@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import difflib
-from pydantic import BaseModel, Field
 
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
 
 from aether_mcp import paging, snapshot_store
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.workspace import Workspace
-
 
 
 class SnapshotResult(BaseModel):

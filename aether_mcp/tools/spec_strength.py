@@ -21,20 +21,19 @@ from typing import Any, Literal, TypeVar
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp.processes import subprocess_runner
-
-from aether_mcp.wire import value_codec
+from aether_mcp import call_scope
+from aether_mcp.input_json import session_naive, to_json_row
 from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.judge.edge_inputs import edge_rows
 from aether_mcp.judge.hidden_inputs import hidden_rows, literal_compositions
 from aether_mcp.judge.mined_values import boundary_values, mine
 from aether_mcp.judge.mutants import generate_mutants
-from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
-from aether_mcp.input_json import session_naive, to_json_row
 from aether_mcp.nested_values import typed
-from aether_mcp import call_scope
 from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.processes import subprocess_runner
+from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.spark_types import parse_type
+from aether_mcp.wire import value_codec
 from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace, new_run_id
 
 RUNNER_TIMEOUT_S = 300

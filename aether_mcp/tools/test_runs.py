@@ -17,9 +17,10 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, ValidationError
@@ -27,10 +28,10 @@ from pydantic import BaseModel, Field, ValidationError
 from aether_mcp.backend import CPU, Resolved
 from aether_mcp.candidates import check_target
 from aether_mcp.judge.watch_events import WatchEvent, parse
+from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import confinement, subprocess_runner
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.test_freeze import require_frozen_tests_intact
-from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.workspaces import latest_runs_path, tests_digest
 from aether_mcp.workspace import TESTS_DIR, Workspace, new_run_id

@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 import json
 import shutil
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Literal, TypeVar
+from typing import Literal, TypeVar
 
 import tomli_w
 from mcp.server.mcpserver.exceptions import ToolError

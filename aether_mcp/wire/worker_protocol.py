@@ -60,7 +60,7 @@ def request(socket_path: str, message: dict[str, Any], timeout_s: float, cancel:
             reply = receive_message(sock, deadline=deadline, cancel=cancel)
         except RequestCancelled:
             raise
-        except (OSError, socket.timeout) as exc:
+        except (TimeoutError, OSError) as exc:
             raise WorkerUnavailable(f"Spark worker at {socket_path} did not answer ({exc.__class__.__name__}: {exc})") from exc
     if reply is None:
         raise WorkerUnavailable(f"Spark worker at {socket_path} closed the connection without answering (did it crash?)")
@@ -72,7 +72,7 @@ def _receive_exactly(sock: socket.socket, size: int, *, allow_eof: bool, deadlin
     while len(chunks) < size:
         try:
             chunk = sock.recv(min(size - len(chunks), 1 << 20))
-        except socket.timeout:
+        except TimeoutError:
             if cancel is not None and cancel.is_set():
                 raise RequestCancelled("the request was cancelled") from None
             if deadline is not None and time.monotonic() > deadline:

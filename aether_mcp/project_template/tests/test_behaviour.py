@@ -1,10 +1,10 @@
 """Every case in cases.py, evaluated through Spark on the target under test, compared exactly."""
 
 import pytest
+from cases import CASES
 
 from aether_mcp.judge.compare import difference
 from aether_mcp.wire.value_codec import Raised
-from cases import CASES
 
 
 @pytest.fixture(scope="module")
