@@ -1,5 +1,5 @@
 # The README's two commands (demo, test), and the quick tier for every change (check: lint and the
-# tests that start no Spark). Each creates .venv when needed and installs what it needs.
+# tests not marked slow: those that ask for no Spark fixture). Each creates .venv when needed and installs what it needs.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
