@@ -229,10 +229,10 @@ def test_every_supported_type_round_trips_through_generation_evaluation_and_comp
         assert result.rows_compared > 300
 
 
-def test_the_candidate_worker_is_replaced_after_candidate_code_failed_in_it(tmp_path, workers):
+def test_a_sql_candidate_that_patches_functions_and_fails_to_import_leaves_nothing_behind(tmp_path, workers):
     saboteur = (
         "from pyspark.sql import functions as F\n"
-        "F.round = lambda column, scale=0: F.lit(0.0)  # left behind in the worker if it survived\n"
+        "F.round = lambda column, scale=0: F.lit(0.0)  # it runs in a throwaway process, so it reaches no later build\n"
         "TARGET = 'sql'\n"
         "raise RuntimeError('half-imported')\n"
     )

@@ -62,6 +62,11 @@ def candidate_module(source: str, digest: str, filename: str) -> types.ModuleTyp
     return module
 
 
+def passthrough(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """A mapInArrow function that runs no agent code: it starts a fresh Python daemon and worker on harness code alone."""
+    yield from batches
+
+
 def make_mapper(
     source: str,
     digest: str,

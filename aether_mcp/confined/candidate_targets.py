@@ -1,8 +1,9 @@
 """Candidates as Spark transformations, in the confined candidate worker: loaded from the text the server read.
 
-A `sql` candidate's `build(*cols)` runs here, in the worker's own process, under the watch; a
-`vectorized`/`kernel` candidate runs in Spark's Python workers through `mapInArrow`, its source
-shipped by value inside the mapper (this process never executes it).
+A `sql` candidate's `build(*cols)` runs in a throwaway process under the watch (see sql_build) and
+only its expression comes back, read into this worker's session; a `vectorized`/`kernel`
+candidate runs in Spark's Python workers through `mapInArrow`, its source shipped by value
+inside the mapper. This process never executes candidate code.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
 from aether_mcp.candidates import BadCandidate, declared_target, defines_function
-from aether_mcp.confined import arrow_batches, job_environment, watch
+from aether_mcp.confined import arrow_batches, job_environment, sql_build, watch
 from aether_mcp.confined.arrow_batches import AUDIT, ERROR, EVENTS, OUTPUT, ROW_ID
-from aether_mcp.evaluation.source_modules import digest, module_from_source
+from aether_mcp.evaluation.source_modules import digest
 from aether_mcp.evaluation.target_evaluation import (
     ARROW_BATCH_CONF,
     EMPTY_GROUP,
@@ -48,11 +49,10 @@ PYTHON_PLAN_NODES = (
 )
 # Expressions that call arbitrary JVM methods or read files, as they print in an executed plan.
 JVM_PLAN_CALLS = re.compile(r"\b(?:try_reflect|reflect|java_method|input_file_name|input_file_block_start|read_files)\(", re.IGNORECASE)
-_fresh_loads = [0]
 
 
-def load_candidate(config: Any, target: str, source: str, filename: str, fresh: bool = False) -> LoadedTarget:
-    """A candidate's transformation; `fresh` imports a sql candidate anew (for a watched build)."""
+def load_candidate(config: Any, target: str, source: str, filename: str) -> LoadedTarget:
+    """A candidate's transformation (a sql candidate's build run anew in a throwaway process)."""
     name = target.removeprefix("candidate:")
     try:
         kind = declared_target(source, name)
@@ -61,27 +61,31 @@ def load_candidate(config: Any, target: str, source: str, filename: str, fresh: 
     return_type = parse_type(config.udf.return_type)
     watch.add_agent_code(os.path.dirname(filename))
     if kind == "sql":
+        # The build runs in a throwaway process (see sql_build): nothing it does stays in this one.
         job_environment.as_in_a_job()
-        _fresh_loads[0] += 1
         try:
-            module = module_from_source(source, filename, f"aether_candidate_{name}" + (f"_watched{_fresh_loads[0]}" if fresh else ""))
-        except Exception as exc:  # the candidate is untrusted code: any failure is its own
-            raise TargetError(f"candidate/{name}.py failed to import: {exc.__class__.__name__}: {exc}", in_driver=True) from exc
-        build = getattr(module, "build", None)
-        if not callable(build):
-            raise TargetError(f"candidate/{name}.py has TARGET = 'sql' but no build(*cols) function")
-        confs = _spark_confs()
+            result = sql_build.build_in_child(source, filename, name, [arg.name for arg in config.udf.args])
+        except sql_build.BuildFailed as exc:
+            raise TargetError(f"{target}: {exc}") from None
+        events = result.get("events") or []
+        if not result.get("ok"):
+            stage, message = result.get("stage"), result.get("message", "")
+            if stage == "import":
+                text = message if message.startswith("candidate/") else f"candidate/{name}.py failed to import: {message}"
+            elif stage == "build":
+                text = f"{target}: build(*cols) raised {message}"
+            else:
+                text = f"{target}: {message}"
+            raise TargetError(text, events=events)
         try:
-            built = build(*argument_columns(config))
-        except Exception as exc:  # the candidate's own code failed
-            raise TargetError(f"{target}: build(*cols) raised {exc.__class__.__name__}: {first_line(exc)}", in_driver=True) from exc
-        finally:
-            changed = _restore_confs(confs)  # a build must not change the session other runs share
+            built = sql_build.to_columns(SparkSession.active(), result["steps"])
+        except Exception as exc:  # an expression Spark cannot read back
+            raise TargetError(f"{target}: its expression could not be read back: {first_line(exc)}", events=events) from None
         if is_grouped(config):
             if not isinstance(built, Column):
                 raise TargetError(f"{target}: the UDF is an aggregation, so build(*cols) must return one aggregate Column (e.g. F.max(c) - F.min(c)), not {type(built).__name__}")
             return LoadedTarget(
-                target, "sql", lambda frame, cols: group_rows(frame, config).groupBy(ROW_ID).agg(built.alias(OUTPUT)), digest(source), conf_changes=changed, built=built
+                target, "sql", lambda frame, cols: group_rows(frame, config).groupBy(ROW_ID).agg(built.alias(OUTPUT)), digest(source), built=built, events=events
             )
         # Columns refer to the arguments by name, so one build serves every frame.
         return LoadedTarget(
@@ -90,8 +94,8 @@ def load_candidate(config: Any, target: str, source: str, filename: str, fresh: 
             lambda frame, cols: apply_build(frame, built, target),
             digest(source),
             probe=lambda frame, cols: probe_build(frame, built),
-            conf_changes=changed,
             built=built,
+            events=events,
         )
     if not defines_function(source, "evaluate"):
         raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
@@ -127,10 +131,8 @@ def audit_target(
         raise TargetError(str(exc)) from None
     schema = argument_schema(config)
     if kind == "sql":
-        watch.drain()
-        with watch.Watch():
-            loaded = load_candidate(config, target, source, filename, fresh=True)
-        events = watch.drain()
+        loaded = load_candidate(config, target, source, filename)
+        events = loaded.events + watch.drain()
         frame = loaded.apply(spark.createDataFrame([], schema), argument_columns(config))
         execution = frame._jdf.queryExecution()
         plan = execution.executedPlan().toString()
@@ -140,7 +142,6 @@ def audit_target(
             "plan_python_nodes": [node for node in PYTHON_PLAN_NODES if node in plan],
             "plan_jvm_calls": sorted(set(JVM_PLAN_CALLS.findall(plan))),
             "plan_expressions": expression_classes(execution.analyzed()),
-            "conf_changes": loaded.conf_changes,
         }
     if not defines_function(source, "evaluate"):
         raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
@@ -235,24 +236,3 @@ def plan_target(spark: SparkSession, config: Any, loaded: LoadedTarget, data: st
     keep = [F.col(f"`{c}`") for c in frame.columns]
     helpers = [name for name, _column in loaded.built[:-1]] if isinstance(loaded.built, (list, tuple)) else []
     return profile_plan(apply_build(frame, loaded.built, loaded.label, keep=keep), helpers)
-
-
-def _spark_confs() -> dict[str, str]:
-    spark = SparkSession.getActiveSession()
-    return dict(spark.conf.getAll) if spark is not None else {}
-
-
-def _restore_confs(before: dict[str, str]) -> list[str]:
-    """Put the session's runtime confs back as they were; the names of those that had changed."""
-    spark = SparkSession.getActiveSession()
-    if spark is None:
-        return []
-    after = dict(spark.conf.getAll)
-    changed = sorted(key for key in set(before) | set(after) if before.get(key) != after.get(key))
-    for key in changed:
-        if key in before:
-            spark.conf.set(key, before[key])
-        else:
-            spark.conf.unset(key)
-    return changed
-

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from aether_mcp.confined import watch
+from aether_mcp.confined import arrow_batches, watch
 from aether_mcp.evaluation.worker_server import Context, SparkWorker, refused, run
 from aether_mcp.wire import value_codec
 
@@ -34,6 +34,7 @@ class CandidateWorker(SparkWorker):
         watch.install()  # before any agent code can load in this process
         super().__init__(master, conf)
         self.loaded: dict[str, Any] = {}
+        self.workers_ran: str | None = None  # the candidate whose code Spark's Python workers may hold
 
     def session_conf(self) -> dict[str, str]:
         conf = dict(self.conf)
@@ -55,6 +56,36 @@ class CandidateWorker(SparkWorker):
         except Exception:  # left to the first request to meet
             traceback.print_exc()
         watch.drain()  # nothing the warm-up did is the agent's
+        self.workers_ran = "warm-up"
+        self._clean_python_workers(None)
+        try:  # a fresh daemon, started on harness code only, for the first request
+            self.spark.range(1).mapInArrow(arrow_batches.passthrough, "id long").collect()
+        except Exception:
+            traceback.print_exc()
+
+    def _clean_python_workers(self, source: str | None) -> None:
+        """Before a request for another candidate than the last, end every Python worker and their daemon.
+
+        Within one candidate's requests Spark reuses its Python workers, as a job's executors do;
+        a worker (or the daemon it forked from) never serves another candidate, so nothing one
+        candidate leaves in a worker reaches another's run. Spark starts a fresh daemon on the
+        next task.
+        """
+        key = hashlib.sha256(source.encode()).hexdigest() if source is not None else None
+        if self.workers_ran in (None, key):
+            self.workers_ran = key
+            return
+        context = self.spark.sparkContext
+        jvm = context._jvm
+        # SparkEnv keeps its worker factories in a private map; it stops them the same way when it stops.
+        field = jvm.java.lang.Class.forName("org.apache.spark.SparkEnv").getDeclaredField("pythonWorkers")
+        field.setAccessible(True)
+        factories = field.get(context._jsc.sc().env())
+        running = factories.valuesIterator()
+        while running.hasNext():
+            running.next().stop()
+        factories.clear()
+        self.workers_ran = key
 
     def evaluate(self, message: dict[str, Any]) -> dict[str, Any]:
         from aether_mcp.evaluation.target_evaluation import DEFAULT_MAX_ISOLATED, BadRows, Shape, TargetError, evaluate_rows
@@ -68,8 +99,11 @@ class CandidateWorker(SparkWorker):
         events: list[dict[str, Any]] = []
         with self.session_lock:
             watch.drain()
+            self._clean_python_workers(context.source)
             try:
                 loaded = self._loaded(context)
+                events += loaded.events  # what the watch saw while its build ran, reported once
+                loaded.events = []
                 outputs, output_type, nullable = evaluate_rows(
                     self.spark,
                     context.config,
@@ -83,7 +117,7 @@ class CandidateWorker(SparkWorker):
             except BadRows as exc:
                 return {"ok": False, "error_kind": "rows", "message": str(exc), "events": watch.drain()}
             except TargetError as exc:
-                return {"ok": False, "error_kind": "target", "message": str(exc), "restart": exc.in_driver, "events": watch.drain() + events}
+                return {"ok": False, "error_kind": "target", "message": str(exc), "events": watch.drain() + events + exc.events}
         return {
             "ok": True,
             "outputs": value_codec.encode(outputs),
@@ -106,11 +140,12 @@ class CandidateWorker(SparkWorker):
         if problem:
             return problem
         with self.session_lock:
+            self._clean_python_workers(context.source)
             try:
                 splits = {str(label): [int(n) for n in lengths] for label, lengths in dict(message.get("splits") or {}).items()}
                 report = audit_target(self.spark, context.config, context.target, context.source, context.filename, runs, splits)
             except TargetError as exc:
-                return {"ok": False, "error_kind": "target", "message": str(exc), "restart": True, "events": watch.drain()}
+                return {"ok": False, "error_kind": "target", "message": str(exc), "events": watch.drain() + exc.events}
         report["events"] = report["events"] + watch.drain()
         return {"ok": True, "report": value_codec.encode(report)}
 
@@ -138,13 +173,14 @@ class CandidateWorker(SparkWorker):
         if problem:
             return problem
         with self.session_lock:
+            self._clean_python_workers(context.source)
             try:
                 loaded = self._loaded(context)
                 if loaded.target_kind != "sql":
                     return refused(f"{context.target} is not a sql candidate")
                 answer = action(context, loaded, str(message.get("data", "")))
             except TargetError as exc:
-                return {"ok": False, "error_kind": "target", "message": str(exc), "restart": exc.in_driver}
+                return {"ok": False, "error_kind": "target", "message": str(exc)}
             except Exception as exc:  # a plan that does not analyse, or a job that fails, is the candidate's problem
                 text = str(exc).strip()
                 return {"ok": False, "error_kind": "target", "message": f"{exc.__class__.__name__}: {text.splitlines()[0] if text else ''}"}

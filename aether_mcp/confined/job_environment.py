@@ -1,7 +1,7 @@
 """The environment agent code sees when it loads: what a job's executors have, nothing that names the harness.
 
 A candidate that can tell a judged run from the job can be right only when judged. Before the
-first candidate loads in a process (a Spark Python worker, a driver that runs a sql `build()`, a
+first candidate loads in a process (a Spark Python worker, the process that runs a sql `build()`, a
 benchmark child), `as_in_a_job()` settles what the harness itself still needs from its variables
 (the backend), then removes every `AETHER_*` variable, and names the process's script as PySpark's
 own daemon names it. The folders a confined process works in are plain temporary folders (see

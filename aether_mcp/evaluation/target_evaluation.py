@@ -39,13 +39,12 @@ ARROW_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 class TargetError(Exception):
     """The target cannot be evaluated at all (import error, bad contract, plan that does not analyse).
 
-    `in_driver`: candidate code failed while running in the worker's own process (a sql
-    candidate's import or build), which may have left state behind there.
+    `events`: what the watch saw while the candidate loaded in its own process (a sql build's).
     """
 
-    def __init__(self, message: str, in_driver: bool = False) -> None:
+    def __init__(self, message: str, events: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
-        self.in_driver = in_driver
+        self.events = list(events or [])
 
 
 class BadRows(Exception):
@@ -78,7 +77,7 @@ class LoadedTarget:
     source_digest: str
     probe: Callable[[DataFrame, list[Column]], DataFrame] | None = field(default=None)
     output: tuple[str, bool] | None = field(default=None)  # (type, nullable), once analysed
-    conf_changes: list[str] = field(default_factory=list)  # Spark confs a sql build changed (restored since)
+    events: list[dict[str, Any]] = field(default_factory=list)  # what the watch saw while a sql build ran (its own process)
     built: Any = None  # a sql candidate's build(*cols) result: a Column or (name, Column) steps
 
 

@@ -280,8 +280,8 @@ class WorkerPool:
             self._done(handle)
         if not reply.get("ok"):
             kind = str(reply.get("error_kind", "internal"))
-            if role == "candidate" and (reply.get("restart") or kind == "internal"):
-                # Candidate code failed inside the worker's own process: it may have left state behind.
+            if role == "candidate" and kind == "internal":
+                # The candidate worker failed in its own code: start a fresh one for the next call.
                 self.discard(handle)
             raise EvaluationFailed(kind, str(reply.get("message")), list(reply.get("events", [])))
         return reply

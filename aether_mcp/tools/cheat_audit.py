@@ -326,8 +326,6 @@ class _Watched:
         findings = []
         for node in watched.get("plan_python_nodes", []):
             findings.append(_dynamic("row_at_a_time", file, f"the executed plan evaluates Python ({node})"))
-        if watched.get("conf_changes"):
-            findings.append(_dynamic("tampering", file, f"the build changed Spark confs ({', '.join(watched['conf_changes'])}); they were restored"))
         for call in watched.get("plan_jvm_calls", []):
             findings.append(_dynamic("escape", file, f"the executed plan calls into the JVM or reads files ({call})"))
         findings += self._expression_findings(watched.get("plan_expressions") or [])
