@@ -103,6 +103,7 @@ def compare(expected: pa.Array, actual: pa.Array) -> dict:
     sign = both & ~nan & ~nan_e & (e != 0) & (a != 0) & (np.signbit(e) != np.signbit(a))
     numeric = both & ~nan_e & ~nan_a & ~zero & ~sign & (bits_e != bits_a)
     ulps = np.abs(bits_e[numeric] - bits_a[numeric])
+    relative = np.abs(e[numeric] - a[numeric]) / np.maximum(np.abs(e[numeric]), np.finfo(np.float64).tiny)
     return {
         "rows": len(expected),
         "bit_for_bit": bool(((e_null == a_null) & (~both | (bits_e == bits_a) | (nan_e & nan_a))).all()),
@@ -112,13 +113,14 @@ def compare(expected: pa.Array, actual: pa.Array) -> dict:
         "sign_mismatches": int(sign.sum()),
         "ulp_rows": int(numeric.sum()),
         "max_ulp": int(ulps.max()) if ulps.size else 0,
+        "max_relative": float(relative.max()) if relative.size else 0.0,
     }
 
 
 def describe(comparison: dict) -> str:
     if comparison["bit_for_bit"]:
         return "bit for bit"
-    parts = [f"{comparison['ulp_rows']:,} rows off by <= {comparison['max_ulp']} ULP"] if comparison["ulp_rows"] else []
+    parts = [f"{comparison['ulp_rows']:,} rows off by <= {comparison['max_ulp']} ULP (relative <= {comparison.get('max_relative', 0.0):.1e})"] if comparison["ulp_rows"] else []
     for key, label in (("null_mismatches", "null"), ("nan_mismatches", "NaN"), ("sign_of_zero_mismatches", "sign-of-zero"), ("sign_mismatches", "sign")):
         if comparison[key]:
             parts.append(f"{comparison[key]:,} {label} mismatches")

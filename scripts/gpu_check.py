@@ -50,7 +50,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 GEO = REPO / "examples" / "delivery_geo"
 ROW_COPIES = REPO / "tests" / "red_team" / "candidates" / "haversine_km" / "cheat_row_copies.py"
-MAX_ULPS = 8  # CUDA's libdevice sin/cos/asin may differ from the host's libm in the last bits
+# CUDA's libdevice sin/cos/asin differ from the host's libm in the last bits, and asin near 1 magnifies that
+# to hundreds or thousands of ULPs (measured on an H200: up to 1,413). A GPU port passes this check when it
+# agrees to 12 significant digits; byte_compare still calls such a port unequal, as it should.
+MAX_RELATIVE = 1e-12
 SPARK_TIMEOUT_S = 170
 
 
@@ -178,8 +181,8 @@ def haversine(context: dict[str, Any]) -> dict[str, Any]:
                 failed.append(f"{entry['label']}: {entry['note']}")
             elif entry["backend"] == "cpu" and not comparison["bit_for_bit"]:
                 failed.append(f"{entry['label']}: the CPU backend must be bit for bit ({entry['note']})")
-            elif comparison["max_ulp"] > MAX_ULPS:
-                failed.append(f"{entry['label']}: {comparison['max_ulp']} ULP exceeds {MAX_ULPS}")
+            elif comparison.get("max_relative", 0.0) > MAX_RELATIVE:
+                failed.append(f"{entry['label']}: relative difference {comparison['max_relative']:.1e} exceeds {MAX_RELATIVE:.0e} ({comparison['max_ulp']} ULP)")
     context["haversine_markdown"] = micro.markdown(table, args.rows)
     return {"passed": not failed, "problems": failed, "rows": args.rows, "repeats": args.repeats, "variants": table}
 
