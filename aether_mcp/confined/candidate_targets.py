@@ -142,6 +142,7 @@ def audit_target(
             "plan_python_nodes": [node for node in PYTHON_PLAN_NODES if node in plan],
             "plan_jvm_calls": sorted(set(JVM_PLAN_CALLS.findall(plan))),
             "plan_expressions": expression_classes(execution.analyzed()),
+            "analysed_plan": judged_plan(spark, config, loaded.built, target),
         }
     if not defines_function(source, "evaluate"):
         raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
@@ -200,6 +201,22 @@ def audit_target(
             "children_left": max([r["children_left"] for r in reports] or [0]),
         }
     return {"kind": kind, "events": events, "runs": results}
+
+
+def judged_plan(spark: SparkSession, config: Any, built: Any, label: str) -> str:
+    """The analysed plan of a sql build over an empty frame of the arguments, as the judge applies it; expression ids left out.
+
+    Computed where the judge built the candidate and where it was built as its job builds it
+    (aether_mcp.confined.classic_build): the two must be the same plan.
+    """
+    frame = spark.createDataFrame([], argument_schema(config))
+    if is_grouped(config):
+        if not isinstance(built, Column):
+            raise TargetError(f"{label}: the UDF is an aggregation, so build(*cols) must return one aggregate Column, not {type(built).__name__}")
+        judged = group_rows(frame, config).groupBy(ROW_ID).agg(built.alias(OUTPUT))
+    else:
+        judged = apply_build(frame, built, label)
+    return re.sub(r"#\d+L?", "#", judged._jdf.queryExecution().analyzed().toString())
 
 
 def expression_classes(plan: Any) -> list[str]:

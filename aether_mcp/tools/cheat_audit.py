@@ -50,6 +50,7 @@ TINY_BATCH_ROWS = 200  # rows run again one per batch, to catch results that dep
 MIN_HIDDEN_ROWS = 1_000
 MAX_HIDDEN_ROWS = 200_000
 MAX_LISTED_FINDINGS = 50  # in a result; its record on disk keeps every one
+AS_IN_JOB_TIMEOUT_S = 180  # a sql candidate built as its job builds it: a SparkSession of its own starts first
 Progress = Callable[[int, int | None, str], None]
 
 
@@ -124,6 +125,8 @@ def audit_candidate(
 
     report(0, 3, "static rules")
     findings = _static_findings(opened, name) + _job_load_findings(opened, name, resolved)
+    # a sql candidate is built once more as its job builds it, beside the comparison and the watched runs
+    as_in_job = _AsInTheJob(opened, name, resolved, cancel) if _kind(opened, name) == "sql" else None
     report(1, 3, "fresh comparison on hidden inputs")
     # the comparison also records device activity on the GPU backend (device_proof)
     comparison = byte_compare(root, workers, workspace, name, hidden_rows=hidden_rows_count, cancel=cancel, backend=resolved.name)
@@ -131,6 +134,8 @@ def audit_candidate(
     watched = _Watched(opened, workers, target, watched_rows, cancel, resolved.name)
     dynamic, watch_problem = watched.findings(comparison.equal is True)
     findings += dynamic + _event_findings(opened, comparison.watch_events + watched.events)
+    if as_in_job is not None:
+        findings += as_in_job.findings(watched.analysed_plan)
     file = f"{CANDIDATE_DIR}/{name}.py"
     hidden_crashes = comparison.original_raised.candidate_returned - comparison.original_raised.allowed_by_deviation
     if hidden_crashes:
@@ -248,6 +253,71 @@ def _job_load_findings(workspace: Workspace, name: str, resolved: Resolved) -> l
     return [AuditFinding(rule="fails_in_job", severity="block", check="dynamic", file=file, line=line, evidence=f"imported before any SparkSession exists, as the converted job imports it: {why}", why=cheat_rules.WHY["fails_in_job"], fix=cheat_rules.FIX["fails_in_job"])]
 
 
+def _kind(workspace: Workspace, name: str) -> str:
+    source = candidate_path(workspace, f"candidate:{name}").read_text(encoding="utf-8")
+    try:
+        return declared_target(source, name)
+    except BadCandidate:
+        return "unknown"
+
+
+class _AsInTheJob:
+    """A sql candidate built as its job builds it (PySpark's classic Columns, a SparkSession of its own), in a confined child.
+
+    The judge builds a sql candidate on Spark Connect's client-side Columns in a throwaway process
+    (aether_mcp.confined.sql_build); a build that can tell the two apart could give the judge one
+    expression and the job another. The child starts with the audit and is read after the watched
+    runs: its analysed plan must be the one the judge analysed.
+    """
+
+    def __init__(self, workspace: Workspace, name: str, resolved: Resolved, cancel: threading.Event | None) -> None:
+        self.file = f"{CANDIDATE_DIR}/{name}.py"
+        path = candidate_path(workspace, f"candidate:{name}")
+        self.request = {
+            "source": path.read_text(encoding="utf-8"),
+            "module": f"{workspace.config.udf.name}_{name}",  # the name apply_conversion gives it beside the job
+            "args": [arg.name for arg in workspace.config.udf.args],
+            "config": workspace.config.model_dump(mode="json"),
+        }
+        self.workspace, self.resolved, self.cancel = workspace, resolved, cancel
+        self.outcome: dict[str, Any] = {}
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        folder = self.workspace.state_dir / "runs" / new_run_id() / "as-in-job"
+        folder.mkdir(parents=True)
+        try:
+            child = confined_child.run(
+                self.workspace, "aether_mcp.confined.classic_build", self.request, folder=folder, result_name="result.json",
+                timeout_s=AS_IN_JOB_TIMEOUT_S, cancel=self.cancel, read=[], env_extra=self.resolved.env(),
+            )
+            self.outcome = {"raw": child.raw, "why": None if child.raw else (f"it took more than {AS_IN_JOB_TIMEOUT_S}s" if child.ended.timed_out else f"exit {child.ended.returncode}: {child.ended.tail[-300:]}")}
+        except Exception as exc:  # reported as a finding below, never lost
+            self.outcome = {"raw": None, "why": f"{exc.__class__.__name__}: {exc}"}
+
+    def findings(self, judged: str | None) -> list[AuditFinding]:
+        self.thread.join()
+        if self.cancel is not None and self.cancel.is_set():
+            raise ToolError("audit_candidate was cancelled; nothing is left running.")
+        raw = self.outcome.get("raw")
+        if judged is None:
+            return []  # the judge could not analyse its own build: the watched runs report why
+        if not raw:
+            return [_dynamic("fails_in_job", self.file, f"building it as its job builds it did not finish ({self.outcome.get('why')})")]
+        if not raw.get("built"):
+            return [_dynamic("fails_in_job", self.file, f"build(*cols) failed when built as its job builds it (PySpark's classic Columns, in a SparkSession): {raw.get('error')}")]
+        if raw.get("plan") != judged:
+            return [_dynamic("watch_dependent", self.file, "build(*cols) gives the job another expression than the one judged: built as its job builds it, the plan is\n"
+                             f"{_clip(raw.get('plan'))}\nwhere the judged build gave\n{_clip(judged)}")]
+        return []
+
+
+def _clip(text: Any, limit: int = 600) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 class _Watched:
     """The candidate run under watch in its worker, every output compared with the original."""
 
@@ -298,6 +368,7 @@ class _Watched:
             self.splits = {"sweep": lengths}
             self.runs["sweep"] = ([self.large[i] for i in self.sweep_index], len(self.sweep_index) + 1)
         self.events: list[WatchEvent] = []
+        self.analysed_plan: str | None = None
         self.confined = False
         self.confinement = ""
         self.compared = 0
@@ -322,6 +393,7 @@ class _Watched:
                 return [_dynamic("escape", file, f"the watch refused what the candidate did while loading: {exc}")], None
             return [], f"the watched runs could not finish ({exc}); a candidate must run under watch as it runs in byte_compare"
         self.confined, self.confinement = watched["confinement"].confined, watched["confinement"].how
+        self.analysed_plan = watched.get("analysed_plan")
         self.events = parse(watched.get("events"))
         findings = []
         for node in watched.get("plan_python_nodes", []):
