@@ -240,6 +240,11 @@ def test_a_sql_candidate_that_patches_functions_and_fails_to_import_leaves_nothi
     root, ws = loyalty_workspace(tmp_path, workers, {"saboteur": saboteur, "discount_sql": good})
     broken = byte_compare(root, workers, ws, "saboteur", hidden_rows=100)
     assert "half-imported" in broken.error
+    # a build that reaches for a Spark session is told it has none, and what it may do instead
+    session = "from pyspark.sql import SparkSession\nTARGET = 'sql'\n\ndef build(age, amount, tier):\n    SparkSession.getActiveSession().conf.set('x', 'y')\n    return amount\n"
+    files.write_file(root, ws, "candidate/session.py", session)
+    refused = byte_compare(root, workers, ws, "session", hidden_rows=100)
+    assert "runs without a Spark session: compose Columns" in refused.error, refused.error
     assert byte_compare(root, workers, ws, "discount_sql", hidden_rows=1000).equal
 
 

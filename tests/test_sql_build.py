@@ -62,7 +62,7 @@ def test_failures_say_where_they_happened(tmp_path):
     assert "half-imported" in built(cases["import"], tmp_path)["message"]
 
 
-def test_the_build_reaches_no_session_no_file_no_network_and_leaves_nothing_running(tmp_path):
+def test_the_build_reaches_no_session_no_file_no_network_and_starts_no_thread(tmp_path):
     listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     listener.bind(("127.0.0.1", 0))
     listener.settimeout(1.0)

@@ -66,14 +66,16 @@ def load_candidate(config: Any, target: str, source: str, filename: str) -> Load
         try:
             result = sql_build.build_in_child(source, filename, name, [arg.name for arg in config.udf.args])
         except sql_build.BuildFailed as exc:
-            raise TargetError(f"{target}: {exc}") from None
+            raise TargetError(f"{target}: {exc}; build(*cols) should only compose Columns (no loops over data, no waiting), so fix it and run again") from None
         events = result.get("events") or []
         if not result.get("ok"):
             stage, message = result.get("stage"), result.get("message", "")
             if stage == "import":
                 text = message if message.startswith("candidate/") else f"candidate/{name}.py failed to import: {message}"
             elif stage == "build":
-                text = f"{target}: build(*cols) raised {message}"
+                text = f"{target}: build(*cols) raised {message}" + (
+                    "; build(*cols) runs without a Spark session: compose Columns from pyspark.sql.functions and the columns it is given" if "NoneType" in message or "session" in message.lower() else ""
+                )
             else:
                 text = f"{target}: {message}"
             raise TargetError(text, events=events)

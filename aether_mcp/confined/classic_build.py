@@ -27,8 +27,12 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, str(folder))
     from pyspark.sql import functions as F
 
-    from aether_mcp.confined import job_environment
+    # everything the harness reads after the build is bound here, before the candidate's module
+    # loads, so a module planted under a harness name cannot stand in for it
+    from aether_mcp.confined import job_environment, result_file
+    from aether_mcp.confined.candidate_targets import judged_plan
     from aether_mcp.evaluation.spark_session import create_session
+    from aether_mcp.workspace import WorkspaceConfig
 
     # its scratch folder (named by the harness's variables) holds the JVM's files: made before they go
     spark = create_session("local[1]", {"spark.sql.shuffle.partitions": "1"}, "job", quick_jit=True)
@@ -40,15 +44,10 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # the candidate's own failure; the judged build reports its own
         result = {"built": False, "error": f"{exc.__class__.__name__}: {str(exc).strip()[:400]}"}
     else:
-        from aether_mcp.confined.candidate_targets import judged_plan
-        from aether_mcp.workspace import WorkspaceConfig
-
         try:
             result = {"built": True, "plan": judged_plan(spark, WorkspaceConfig.model_validate(request["config"]), built, "job")}
         except Exception as exc:  # a result that is no expression, or one that does not analyse
             result = {"built": False, "error": f"{exc.__class__.__name__}: {str(exc).strip()[:400]}"}
-    from aether_mcp.confined import result_file
-
     result_file.finish(request["result"], result)
     return 0
 
