@@ -566,7 +566,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         repeats: Annotated[int, Field(ge=1, le=50, description="recorded runs per mode")] = 5,
         warmup: Annotated[int, Field(ge=0, le=10, description="unrecorded rounds first")] = 1,
         modes: Annotated[list[Literal["floor", "original", "original_arrow", "candidate"]] | None, Field(description="default all")] = None,
-        master: Annotated[str | None, Field(description="Spark master URL, e.g. spark://host:7077; default aether.toml's [benchmark] master, else local[*]")] = None,
+        master: Annotated[str | None, Field(description="Spark master URL, e.g. spark://host:7077 (remote: audit_candidate must have passed the current bytes here); default aether.toml's [benchmark] master, else local[*]")] = None,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
         backend: BackendArg = None,
         precision: Annotated[float, Field(gt=0, le=1, description="target half-width of the speedup's 95% interval, as a share of the speedup")] = benchmarking.DEFAULT_PRECISION,
@@ -595,7 +595,7 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         ctx: Context,
         columns: Annotated[list[str] | None, Field(description="the data's column for each argument, in order")] = None,
         format: Annotated[Literal["parquet", "csv", "json", "orc"] | None, Field(description="default from the file names")] = None,
-        master: Annotated[str | None, Field(description="Spark master URL; default aether.toml's [benchmark] master, else local[*]")] = None,
+        master: Annotated[str | None, Field(description="Spark master URL, e.g. spark://host:7077 (remote: audit_candidate must have passed the current bytes here); default aether.toml's [benchmark] master, else local[*]")] = None,
         limit: Annotated[int | None, Field(ge=1, le=10_000_000_000, description="compare at most this many rows")] = None,
     ) -> data_validation.ValidateOnDataResult:
         return await _in_thread(ctx, lambda cancel, progress: data_validation.validate_on_data(sandbox, workspace, candidate, data, columns, format, master, limit, progress=progress, cancel=cancel))

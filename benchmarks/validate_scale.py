@@ -42,7 +42,9 @@ def main() -> None:
     from conftest import SHIPPING_JOB, VECTORIZED_CANDIDATE
 
     from aether_mcp.path_guard import SandboxRoot
+    from aether_mcp.processes.worker_pool import WorkerPool
     from aether_mcp.tools import workspaces
+    from aether_mcp.tools.cheat_audit import audit_candidate
     from aether_mcp.tools.data_validation import validate_on_data
 
     (base / "root" / "jobs").mkdir(parents=True)
@@ -50,6 +52,13 @@ def main() -> None:
     root = SandboxRoot(base / "root")
     workspace = workspaces.init_workspace(root, "jobs/shipping.py", "shipping_fee").workspace
     (Path(workspace) / "candidate" / "fee.py").write_text(VECTORIZED_CANDIDATE)
+    # a candidate runs on a cluster only once audit_candidate passed its current bytes here (not timed)
+    pool = WorkerPool()
+    try:
+        audit = audit_candidate(root, pool, workspace, "fee")
+    finally:
+        pool.close()
+    assert audit.verdict.startswith("PASS"), audit.reasons
     cluster, master = _cluster(base, options.cores)
     print(f"{master}, {options.cores} cores, {os.cpu_count()} CPUs on this machine")
     print("| rows | validate_on_data | rows/s | original s | candidate s | driver peak RSS |")

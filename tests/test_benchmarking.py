@@ -15,6 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, workspaces
 from aether_mcp.tools.benchmarking import bootstrap_paired_ci, generate_data, micro_benchmark, paired_speedup, run_benchmark, tune_arrow_batch
+from aether_mcp.tools.cheat_audit import audit_candidate
 from aether_mcp.workspace import Workspace
 
 POSITIVE_WEIGHTS = {"weight": {"min": 0.1, "max": 50.0}}
@@ -225,30 +226,28 @@ def test_cancelling_stops_the_benchmark_application(root, workspace, workers):
 
 
 @pytest.mark.slow
-def test_the_benchmark_runs_on_the_standalone_cluster_frozen_in_aether_toml(tmp_path, workers, standalone_cluster):
+def test_the_benchmark_runs_on_a_cluster_once_the_candidate_passed_its_audit_here(tmp_path, workers, standalone_cluster, connect_server):
+    """The standalone master frozen in aether.toml, then Spark Connect given as the argument: each runs the candidate
+    only after audit_candidate passed its current bytes locally (the refusals one by one: test_cluster_gate.py)."""
     shutil.copytree(EXAMPLES / "loyalty_pricing", tmp_path / "loyalty_pricing")
     root = SandboxRoot(tmp_path)
     ws = workspaces.init_workspace(root, "loyalty_pricing/job.py", "loyalty_discount", arg_types={"age": "int"}, benchmark_master=standalone_cluster).workspace
     assert f'[benchmark]\nmaster = "{standalone_cluster}"' in (Path(ws) / "aether.toml").read_text()
     files.write_file(root, ws, "candidate/discount_sql.py", (EXAMPLES / "loyalty_pricing" / "candidates" / "discount_sql.py").read_text())
+    with pytest.raises(ToolError, match=f"run_benchmark on {standalone_cluster} would run candidate 'discount_sql' on executors outside this machine's confinement"):
+        run_benchmark(root, workers, ws, "discount_sql", rows=1000, repeats=1, warmup=0)
+    audit = audit_candidate(root, workers, ws, "discount_sql")
+    assert audit.verdict == "PASS", audit.reasons
     result = run_benchmark(root, workers, ws, "discount_sql", rows=3000, repeats=1, warmup=0, modes=["floor", "original", "candidate"])
     assert result.environment["master"] == standalone_cluster and result.failed == []
     assert [m.mode for m in result.modes] == ["floor", "original", "candidate"]
-    # The argument wins over aether.toml.
+    # The argument wins over aether.toml: local mode, and Spark Connect.
     local = run_benchmark(root, workers, ws, "discount_sql", rows=1000, repeats=1, warmup=0, modes=["floor"], master="local[2]")
     assert local.environment["master"] == "local[2]"
-
-
-@pytest.mark.slow
-def test_the_benchmark_runs_through_spark_connect(tmp_path, workers, connect_server):
-    shutil.copytree(EXAMPLES / "loyalty_pricing", tmp_path / "loyalty_pricing")
-    root = SandboxRoot(tmp_path)
-    ws = workspaces.init_workspace(root, "loyalty_pricing/job.py", "loyalty_discount", arg_types={"age": "int"}).workspace
-    files.write_file(root, ws, "candidate/discount_sql.py", (EXAMPLES / "loyalty_pricing" / "candidates" / "discount_sql.py").read_text())
-    result = run_benchmark(root, workers, ws, "discount_sql", rows=3000, repeats=2, warmup=0, modes=["original", "candidate"], master=connect_server)
-    assert result.environment["master"] == connect_server and result.failed == [] and result.speedup is not None
+    connect = run_benchmark(root, workers, ws, "discount_sql", rows=3000, repeats=2, warmup=0, modes=["original", "candidate"], master=connect_server)
+    assert connect.environment["master"] == connect_server and connect.failed == [] and connect.speedup is not None
     # the whole output checked in the same session, through the server
-    assert result.output_check.startswith("the candidate's output over all 3,000 rows equals"), result.output_check
+    assert connect.output_check.startswith("the candidate's output over all 3,000 rows equals"), connect.output_check
 
 
 def test_a_master_that_is_not_a_spark_url_is_refused(tmp_path, root, workspace, workers):

@@ -1,8 +1,9 @@
 """validate_on_data: the original and a candidate over the user's own data, compared inside Spark.
 
 A candidate with mismatches planted on chosen weights runs over a generated dataset; the counts by
-kind must equal those computed here from the data alone, on local Spark and on a standalone
-cluster. An honest candidate over CSV data with other column names comes out equal.
+kind must equal those computed here from the data alone. On a standalone cluster and through Spark
+Connect only an audited candidate runs, and comes out equal on every row. An honest candidate over
+CSV data with other column names comes out equal.
 """
 
 import json
@@ -17,6 +18,7 @@ from conftest import VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.tools import workspaces
+from aether_mcp.tools.cheat_audit import audit_candidate
 from aether_mcp.tools.conversion_report import report
 from aether_mcp.tools.data_validation import validate_on_data
 
@@ -148,11 +150,25 @@ def test_the_planted_mismatches_are_counted_exactly_by_kind(root, planted):
 
 
 @pytest.mark.slow
-def test_the_planted_mismatches_are_counted_exactly_on_a_standalone_cluster(root, planted, standalone_cluster):
+def test_on_a_cluster_only_an_audited_candidate_runs_and_every_row_is_compared(root, workers, planted, standalone_cluster, connect_server):
+    """A remote master's executors are not confined here: a candidate reaches them only with audit_candidate PASS on
+    its current bytes (the refusals one by one are in test_cluster_gate.py). The planted candidate has none; the
+    honest one, audited at the audit's default sizes, runs on a standalone cluster and through Spark Connect."""
     workspace, weight, missing = planted
-    result = validate_on_data(root, workspace, "planted_vectorized", "data/parcels.parquet", columns=["parcel_kg", "is_express"], master=standalone_cluster)
-    _check_planted(result, weight, missing)
-    assert result.master == standalone_cluster and "outside this confinement" in result.confinement
+    with pytest.raises(ToolError, match=f"validate_on_data on {standalone_cluster} would run candidate 'planted_vectorized' on executors outside"):
+        validate_on_data(root, workspace, "planted_vectorized", "data/parcels.parquet", columns=["parcel_kg", "is_express"], master=standalone_cluster)
+    (Path(workspace) / "candidate" / "fee.py").write_text(VECTORIZED_CANDIDATE)
+    audit = audit_candidate(root, workers, workspace, "fee")
+    assert audit.verdict == "PASS", audit.reasons
+    with np.errstate(invalid="ignore"):
+        raised = int((~missing & (weight <= 0)).sum())
+    for master in (standalone_cluster, connect_server):
+        result = validate_on_data(root, workspace, "fee", "data/parcels.parquet", columns=["parcel_kg", "is_express"], master=master)
+        assert result.master == master and "outside this confinement" in result.confinement
+        assert result.verdict == "equal" and result.equal is True and result.mismatches == 0 and set(result.counts.values()) == {0}, result.samples
+        assert result.rows == len(weight) and result.original_raised == raised and result.rows_compared == len(weight) - raised
+        # the candidate raised exactly where the original did, each row found by splitting the batches that raised
+        assert result.candidate_run.raised_rows == raised and result.extra_rows == 0 and result.duplicate_rows == 0
 
 
 @pytest.mark.slow
@@ -237,12 +253,3 @@ def test_an_aggregation_is_refused(root):
     (Path(created.workspace) / "candidate" / "s.py").write_text('from pyspark.sql import functions as F\n\nTARGET = "sql"\n\n\ndef build(v):\n    return F.max(v) - F.min(v)\n')
     with pytest.raises(ToolError, match="aggregation"):
         validate_on_data(root, created.workspace, "s", "jobs/agg.py", format="csv")
-
-
-@pytest.mark.slow
-def test_the_planted_mismatches_are_counted_exactly_through_spark_connect(root, planted, connect_server):
-    workspace, weight, missing = planted
-    result = validate_on_data(root, workspace, "planted_vectorized", "data/parcels.parquet", columns=["parcel_kg", "is_express"], master=connect_server)
-    _check_planted(result, weight, missing)
-    assert result.master == connect_server and "outside this confinement" in result.confinement
-    assert result.candidate_run.raised_rows == result.counts["raised_where_original_returned"] + result.original_raised - result.counts["value_where_original_raised"]

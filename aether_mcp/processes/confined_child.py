@@ -10,6 +10,7 @@ left in it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -34,15 +35,25 @@ class ChildRun:
     confinement: ConfinementStatus
 
 
-def sources(workspace: Workspace, target: str, best: Path | None = None) -> dict[str, Any]:
-    """The request part that replaces reading the workspace: config, original, candidate (and a best version)."""
+class ChangedSinceAudit(Exception):
+    """The candidate's bytes are not the ones its audit passed."""
+
+
+def sources(workspace: Workspace, target: str, best: Path | None = None, pinned: str | None = None) -> dict[str, Any]:
+    """The request part that replaces reading the workspace: config, original, candidate (and a best version).
+
+    `pinned`: the SHA-256 the candidate's bytes must have (the ones an audit passed), else ChangedSinceAudit.
+    """
     name = target.removeprefix("candidate:")
     path = candidate_path(workspace, target)
+    data = path.read_bytes()
+    if pinned is not None and hashlib.sha256(data).hexdigest() != pinned:
+        raise ChangedSinceAudit(f"candidate/{name}.py changed after the audit that passed it")
     found: dict[str, Any] = {
         "config": workspace.config.model_dump(mode="json"),
         "target": target,
         "original": {"source": workspace.verified_original(), "filename": str(workspace.path / ORIGINAL_MODULE)},
-        "candidate": {"source": path.read_text(encoding="utf-8"), "filename": str(path)},
+        "candidate": {"source": data.decode("utf-8"), "filename": str(path)},
     }
     if best is not None:
         # the best version keeps the candidate's own label, so its findings and tracebacks read the same

@@ -39,6 +39,7 @@ from aether_mcp.progress_report import ChildProgress, Stages
 from aether_mcp.spark_types import parse_type
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import byte_compare
+from aether_mcp.tools.cheat_audit import passed_here_for
 from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.wire.value_codec import Raised
 from aether_mcp.workspace import Workspace, check_master, new_run_id
@@ -133,6 +134,7 @@ def run_benchmark(
     (default: as long again as the first rounds took, at most 60 s; 0: no extra rounds) and 50 rounds in all."""
     started = time.monotonic()
     opened, name, _kind, resolved = _benchmarkable(root, workspace, candidate, master, backend)
+    passed_here_for(opened, name, master or opened.config.benchmark.master or opened.config.spark.master, "run_benchmark")
     chosen = _checked(modes, rows, repeats, warmup, timeout_s)
     if not 0.0 < precision <= 1.0 or (time_budget_s is not None and not 0 <= time_budget_s <= MAX_EXTRA_BUDGET_S):
         raise ToolError(f"precision must be in (0, 1] (0.1: the interval within +/-10% of the speedup) and time_budget_s between 0 and {MAX_EXTRA_BUDGET_S}.")
@@ -307,11 +309,17 @@ def _run_application(
 
     `best`: a folder holding another version's candidate/ files (try_optimization's best so far).
     """
+    chosen = master or opened.config.benchmark.master or opened.config.spark.master
+    pinned = passed_here_for(opened, target.removeprefix("candidate:"), chosen, "the benchmark")
+    try:
+        given = confined_child.sources(opened, target, best, pinned=pinned)
+    except confined_child.ChangedSinceAudit as exc:
+        raise ToolError(f"{exc}; nothing ran on {chosen}. Audit the new bytes (audit_candidate), then run this again.") from None
     folder = _new_run_folder(opened)
     request = {
-        **confined_child.sources(opened, target, best),
+        **given,
         "data": data,
-        "master": master or opened.config.benchmark.master or opened.config.spark.master,
+        "master": chosen,
         "seed": secrets.randbits(32),
         **plan,
     }
@@ -481,6 +489,7 @@ def tune_arrow_batch(
 ) -> TuneArrowBatchResult:
     started = time.monotonic()
     opened, name, kind, resolved = _benchmarkable(root, workspace, candidate, master)
+    passed_here_for(opened, name, master or opened.config.benchmark.master or opened.config.spark.master, "tune_arrow_batch")
     if kind == "sql":
         raise ToolError("a sql candidate runs in the JVM and never sees Arrow batches; tune_arrow_batch is for vectorized candidates (use run_benchmark for sql).")
     chosen = sorted(set(sizes or DEFAULT_SIZES))

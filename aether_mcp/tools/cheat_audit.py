@@ -34,7 +34,7 @@ from aether_mcp.judge.hidden_inputs import hidden_rows
 from aether_mcp.judge.mined_values import mine
 from aether_mcp.judge.watch_events import WatchEvent, parse, rule_of
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.processes import confined_child
+from aether_mcp.processes import confined_child, confinement
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.spark_types import field_names, parse_type
 from aether_mcp.test_freeze import freeze_record, require_frozen_tests_intact
@@ -184,6 +184,23 @@ def audit_candidate(
     report(3, 3, result.verdict)
     listed = sorted(findings, key=lambda finding: finding.severity != "block")
     return result.model_copy(update={"findings": listed[:MAX_LISTED_FINDINGS], "findings_left_out": max(0, len(listed) - MAX_LISTED_FINDINGS)})
+
+
+def passed_here_for(workspace: Workspace, name: str, master: str, what: str) -> str | None:
+    """What `what` may run on `master`: None in local mode (every process confined here); on a remote master,
+    whose executors are not ours to seal, the digest of candidate `name`'s bytes that audit_candidate passed
+    here, so the run can pin them; a ToolError when its current bytes have no PASS."""
+    if confinement.network_need(master) is None:
+        return None
+    entry, stale = candidate_results.shown(workspace, "audits", name)
+    if entry is not None and not stale and str(entry.get("verdict", "")).startswith("PASS") and entry.get("candidate_digest"):
+        return str(entry["candidate_digest"])
+    latest = "no audit recorded" if entry is None else f"the latest audit of other bytes was {entry.get('verdict')}" if stale else f"its audit on these bytes was {entry.get('verdict')}"
+    raise ToolError(
+        f"{what} on {master} would run candidate {name!r} on executors outside this machine's confinement, so a candidate runs there only "
+        f"after audit_candidate has passed it here on its current bytes ({latest}). Run audit_candidate(workspace, {name!r}) (it runs locally), "
+        "then call this again; or pass master='local[*]' (local mode runs confined)."
+    )
 
 
 def _record_latest(workspace: Workspace, result: AuditCandidateResult) -> None:

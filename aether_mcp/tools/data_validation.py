@@ -33,6 +33,7 @@ from aether_mcp.candidates import BadCandidate, candidate_path, check_target, de
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import confined_child, confinement, subprocess_runner
 from aether_mcp.progress_report import ChildProgress
+from aether_mcp.tools.cheat_audit import passed_here_for
 from aether_mcp.workspace import Workspace, check_master, new_run_id
 
 VALIDATE_DIR = "validate"
@@ -119,6 +120,7 @@ def validate_on_data(
         raise ToolError(f"columns names one data column per argument, in order: the UDF takes {arity} ({[a.name for a in opened.config.udf.args]}), {len(columns)} were given.")
     location, fmt = _data_location(root, data, format)
     chosen_master = _master(opened, master)
+    pinned = passed_here_for(opened, name, chosen_master, "validate_on_data")
     run_id = new_run_id()
     folder = opened.state_dir / VALIDATE_DIR / run_id
     folder.mkdir(parents=True)
@@ -137,7 +139,7 @@ def validate_on_data(
     inputs = _trusted(opened, folder, "inputs", {**base, "phase": "inputs", "data": {"path": location, "format": fmt, "columns": columns}, "limit": limit}, deadline, cancel, forward)
     offset[0] += STEPS[0]
     # 2. the candidate, confined, reading only the numbered inputs
-    candidate_raw, candidate_s, status, digest = _confined(opened, folder, target, {**base, "inputs": str(folder / "inputs")}, deadline, cancel, forward)
+    candidate_raw, candidate_s, status, digest = _confined(opened, folder, target, {**base, "inputs": str(folder / "inputs")}, deadline, cancel, forward, pinned)
     if digest != judged["candidate_digest"]:
         raise ToolError(f"candidate {name!r} changed while validate_on_data ran; nothing is recorded. Validate again once it is written.")
     offset[0] += STEPS[1]
@@ -291,12 +293,18 @@ def _trusted(opened: Workspace, folder: Path, phase: str, request: dict[str, Any
     return {**raw, "application_s": ended.duration_s}
 
 
-def _confined(opened: Workspace, folder: Path, target: str, request: dict[str, Any], deadline: float, cancel: threading.Event | None, forward: Callable[[dict[str, Any]], None]):
+def _confined(
+    opened: Workspace, folder: Path, target: str, request: dict[str, Any], deadline: float, cancel: threading.Event | None, forward: Callable[[dict[str, Any]], None], pinned: str | None
+):
     from aether_mcp.confined.validation_app import OUTPUT_FOLDER
 
+    try:
+        given = confined_child.sources(opened, target, pinned=pinned)
+    except confined_child.ChangedSinceAudit as exc:
+        raise ToolError(f"{exc}; nothing ran on {request['master']}. Audit the new bytes (audit_candidate), then validate again.") from None
     request = {
         **request,
-        **confined_child.sources(opened, target),
+        **given,
         "conf": {"spark.python.use.daemon": "true", "spark.python.daemon.module": "aether_mcp.confined.python_daemon"},
     }
     child = confined_child.run(
