@@ -100,6 +100,30 @@ CAUGHT = {
         "from pyspark import cloudpickle\ndef evaluate(x):\n    return x\n",
     ],
 }
+# a closed language (issue: allow, don't forbid): each of these reaches a module or a namespace no import rule names
+CAUGHT["outside_language"] = [
+    "import uuid\ndef evaluate(x):\n    return x if 'HOME' in uuid.os.environ else -x\n",
+    "def evaluate(x):\n    return x if pd.io.common.os.getpid() else -x\n",
+    "from json import codecs\n",
+    "import dataclasses\ndef evaluate(x):\n    dataclasses._thread.start_new_thread(print, ())\n    return x\n",
+    "def evaluate(x):\n    return x.__class__.__init__.__globals__\n",
+    "import json\ndef helper(m):\n    return m\ndef evaluate(x):\n    helper(json)\n    return x\n",
+    "import functools\ndef evaluate(x):\n    return functools.reduce(getattr, ['os'], x)\n",
+    "def evaluate(x):\n    name = x.name\n    return getattr(np, name)(x)\n",
+    "import uuid\ndef evaluate(x):\n    return getattr(uuid, 'os')\n",
+]
+# the clock and unseeded randomness, followed to the real function whatever the name it is imported under
+CAUGHT["not_deterministic"] = [
+    "import time\ndef evaluate(x):\n    return x if time.time() > 0 else -x\n",
+    "from time import perf_counter as tick\ndef evaluate(x):\n    return x if tick() else -x\n",
+    "import time\ndef evaluate(x):\n    return x if time.strftime('%Y') < '2027' else -x\n",
+    "import datetime\ndef evaluate(x):\n    return x if datetime.date.today().year < 2027 else -x\n",
+    "def evaluate(x):\n    return x if pd.Timestamp('now').year < 2027 else -x\n",
+    "import random\ndef evaluate(x):\n    return x * random.random()\n",
+    "def evaluate(x):\n    return x + np.random.rand(len(x))\n",
+    "def evaluate(x):\n    return x + np.random.default_rng().random(len(x))\n",
+    "import uuid\ndef evaluate(x):\n    return x.astype(str) + str(uuid.uuid4())\n",
+]
 CAUGHT["reaches_original"] += [
     "import builtins\ndef evaluate(x):\n    return getattr(builtins, 'ex' + 'ec')('1')\n",
     "def evaluate(x):\n    return getattr(np, 'c' 'ompile')\n",
@@ -226,6 +250,44 @@ HONEST = [
 
     def evaluate(x):
         return pd.Series(xp.abs(xp.asarray(x.to_numpy())))
+    """,
+]
+# dates parsed and formatted from the arguments, seeded generators and name-based UUIDs depend on nothing else
+HONEST += [
+    """
+    import datetime
+    import time
+    import uuid
+
+    def evaluate(x):
+        parsed = datetime.datetime.strptime("2020-01-01", "%Y-%m-%d")
+        stamp = time.strftime("%Y", time.gmtime(0))
+        noise = np.random.default_rng(7).random(len(x))
+        return x + noise * 0 if parsed.year and stamp and uuid.uuid5(uuid.NAMESPACE_DNS, "a") else x
+    """,
+]
+# the closed language leaves ordinary code alone: allowed modules as module.name, deep public chains through them,
+# a fallback alias, a backend's module name, a class's own private state
+HONEST += [
+    """
+    from numpy import linalg
+    from decimal import ROUND_HALF_UP, Decimal
+
+    def evaluate(x):
+        norm = linalg.norm(x.to_numpy())
+        return pd.Series(x.to_numpy() / norm) if pd.api.types.is_float_dtype(x) else x
+    """,
+    """
+    class Scaler:
+        def __init__(self, factor):
+            self._factor = factor
+
+        def apply_to(self, values):
+            return values * self._factor
+
+    def evaluate(x):
+        kind = np.__name__
+        return pd.Series(Scaler(2.0).apply_to(x.to_numpy())) if kind == "numpy" else x
     """,
 ]
 HONEST_SQL = [
@@ -364,9 +426,8 @@ def test_every_rule_has_a_why_and_a_fix():
     # hard_coded and batch_dependent have tests of their own; no_device_work comes only from device
     # counters on the GPU backend (test_backends judges recorded reports); watch_dependent only from
     # comparing watched outputs (test_red_team); hides_failures only from byte_compare's raise matching (test_raises);
-    # fails_in_job only from the audit's import of the candidate before any SparkSession exists, not_deterministic only
-    # from the analyzed plan of a sql candidate (both test_red_team)
-    assert set(CAUGHT) | {"hard_coded", "batch_dependent", "no_device_work", "watch_dependent", "hides_failures", "fails_in_job", "not_deterministic"} == set(cheat_rules.WHY)
+    # fails_in_job only from the audit's import of the candidate before any SparkSession exists (test_red_team)
+    assert set(CAUGHT) | {"hard_coded", "batch_dependent", "no_device_work", "watch_dependent", "hides_failures", "fails_in_job"} == set(cheat_rules.WHY)
 
 
 def test_sql_expressions_are_held_to_an_allow_list_of_context_free_classes():
