@@ -177,3 +177,39 @@ AGREEMENT = textwrap.dedent(
     print(json.dumps(report))
     """
 )
+
+
+def test_the_build_as_the_job_does_it_blames_the_candidate_only_once_its_session_started():
+    import threading
+
+    from aether_mcp.tools.cheat_audit import _AsInTheJob
+
+    def checked(outcome: dict, judged: str | None = "plan A") -> tuple[list, str | None]:
+        check = object.__new__(_AsInTheJob)  # the outcome as the confined child left it; nothing is started here
+        check.file, check.cancel, check.outcome = "candidate/c.py", None, outcome
+        check.thread = threading.Thread(target=lambda: None)
+        check.thread.start()
+        return [(f.rule, f.evidence) for f in check.findings(judged)], check.problem
+
+    # the child's SparkSession never started: no finding against the candidate, a reason that says to run it again
+    findings, problem = checked({"raw": None, "why": "exit 1: java.lang.OutOfMemoryError", "started": False, "log": "/x"})
+    assert findings == [] and "its SparkSession did not start (exit 1: java.lang.OutOfMemoryError" in problem and problem.endswith("run audit_candidate again")
+    # it started, then the candidate's import or build never returned: the job would not run either
+    findings, problem = checked({"raw": None, "why": "it took more than 180s", "started": True, "log": "/x"})
+    assert problem is None and findings == [("fails_in_job", "importing it and calling build(*cols) as its job does did not finish (it took more than 180s)")]
+    findings, _ = checked({"raw": {"built": False, "error": "AssertionError: "}, "started": True})
+    assert [rule for rule, _ in findings] == ["fails_in_job"] and "AssertionError" in findings[0][1]
+    findings, _ = checked({"raw": {"built": True, "plan": "plan B"}, "started": True})
+    assert [rule for rule, _ in findings] == ["watch_dependent"] and "plan B" in findings[0][1] and "plan A" in findings[0][1]
+    assert checked({"raw": {"built": True, "plan": "plan A"}, "started": True}) == ([], None)
+
+
+def test_a_confined_worker_never_runs_a_build_on_its_own_loopback(tmp_path, monkeypatch):
+    # `unshare --net` failing inside a confined worker cannot be brought about here: the probe's cached answer is set
+    monkeypatch.setattr(sql_build, "_network_prefix", [None])
+    monkeypatch.setattr(sql_build, "_CONFINED", True)
+    with pytest.raises(sql_build.BuildFailed, match=r"could not get a network namespace of its own .* so no build ran"):
+        sql_build.build_in_child(HONEST, str(tmp_path / "c.py"), "c", ["weight", "express"])
+    # unconfined (no namespaces at all, which the worker's own confinement status already says), it runs
+    monkeypatch.setattr(sql_build, "_CONFINED", False)
+    assert sql_build.build_in_child(HONEST, str(tmp_path / "c.py"), "c", ["weight", "express"])["ok"] is True

@@ -127,6 +127,8 @@ def _first_line(exc: BaseException) -> str:
 
 _network_prefix: list[list[str] | None] = []
 _prefix_lock = threading.Lock()
+# read when the worker imports this module, before its environment loses the harness's variables (job_environment)
+_CONFINED = os.environ.get("AETHER_CONFINED") == "1"
 
 
 def network_prefix() -> list[str] | None:
@@ -149,8 +151,12 @@ def network_prefix() -> list[str] | None:
 def build_in_child(source: str, filename: str, name: str, args: list[str], timeout_s: float = BUILD_TIMEOUT_S) -> dict[str, Any]:
     """Run the candidate's build in a fresh process; its result (see `_build`), or BuildFailed."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("AETHER_") and key != CONNECT_MODE_ENV}
+    prefix = network_prefix()
+    if prefix is None and _CONFINED:
+        # a confined worker's build shares nothing with it, its loopback included; without its own namespace it is not run
+        raise BuildFailed("process", "the build process could not get a network namespace of its own (unshare --net failed inside the confined worker), so no build ran; run the call again, and if it fails the same way this machine limits nested namespaces (sysctl user.max_user_namespaces)")
     read, write = os.pipe()
-    argv = [*(network_prefix() or []), sys.executable, "-B", "-m", "aether_mcp.confined.sql_build", str(write)]
+    argv = [*(prefix or []), sys.executable, "-B", "-m", "aether_mcp.confined.sql_build", str(write)]
     try:
         child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, pass_fds=(write,), start_new_session=True)
     except OSError as exc:

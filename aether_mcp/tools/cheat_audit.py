@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from aether_mcp import candidate_results, deviations
 from aether_mcp.backend import Resolved
 from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
+from aether_mcp.confined.classic_build import STARTED
 from aether_mcp.judge import cheat_rules, layouts, sql_functions
 from aether_mcp.judge.case_literals import NotALiteral, literal
 from aether_mcp.judge.compare import RAISE_KIND, classify
@@ -136,6 +137,8 @@ def audit_candidate(
     findings += dynamic + _event_findings(opened, comparison.watch_events + watched.events)
     if as_in_job is not None:
         findings += as_in_job.findings(watched.analysed_plan)
+        if as_in_job.problem:
+            watch_problem = "; ".join(p for p in (watch_problem, as_in_job.problem) if p)
     file = f"{CANDIDATE_DIR}/{name}.py"
     hidden_crashes = comparison.original_raised.candidate_returned - comparison.original_raised.allowed_by_deviation
     if hidden_crashes:
@@ -307,11 +310,20 @@ class _AsInTheJob:
         try:
             child = confined_child.run(
                 self.workspace, "aether_mcp.confined.classic_build", self.request, folder=folder, result_name="result.json",
-                timeout_s=AS_IN_JOB_TIMEOUT_S, cancel=self.cancel, read=[], env_extra=self.resolved.env(),
+                timeout_s=AS_IN_JOB_TIMEOUT_S, cancel=self.cancel, read=[], env_extra=self.resolved.env(), keep=(STARTED,),
             )
-            self.outcome = {"raw": child.raw, "why": None if child.raw else (f"it took more than {AS_IN_JOB_TIMEOUT_S}s" if child.ended.timed_out else f"exit {child.ended.returncode}: {child.ended.tail[-300:]}")}
-        except Exception as exc:  # reported as a finding below, never lost
-            self.outcome = {"raw": None, "why": f"{exc.__class__.__name__}: {exc}"}
+            why = None if child.raw else f"it took more than {AS_IN_JOB_TIMEOUT_S}s" if child.ended.timed_out else f"exit {child.ended.returncode}: {child.ended.tail[-300:]}"
+            self.outcome = {"raw": child.raw, "why": why, "started": (folder / STARTED).is_file(), "log": str(folder)}
+        except Exception as exc:  # the check could not run: a reason below, never lost
+            self.outcome = {"raw": None, "why": f"{exc.__class__.__name__}: {exc}", "started": False, "log": str(folder)}
+
+    @property
+    def problem(self) -> str | None:
+        """Why the check could not run at all, no fault of the candidate's (its SparkSession never started), else None."""
+        self.thread.join()
+        if self.outcome.get("raw") or self.outcome.get("started"):
+            return None
+        return f"the build as its job does it could not be checked: its SparkSession did not start ({self.outcome.get('why')}; files: {self.outcome.get('log')}); run audit_candidate again"
 
     def findings(self, judged: str | None) -> list[AuditFinding]:
         self.thread.join()
@@ -320,8 +332,10 @@ class _AsInTheJob:
         raw = self.outcome.get("raw")
         if judged is None:
             return []  # the judge could not analyse its own build: the watched runs report why
+        if not raw and self.problem:
+            return []  # the session never started: a reason of the audit's (see audit_candidate), not a finding
         if not raw:
-            return [_dynamic("fails_in_job", self.file, f"building it as its job builds it did not finish ({self.outcome.get('why')})")]
+            return [_dynamic("fails_in_job", self.file, f"importing it and calling build(*cols) as its job does did not finish ({self.outcome.get('why')})")]
         if not raw.get("built"):
             return [_dynamic("fails_in_job", self.file, f"build(*cols) failed when built as its job builds it (PySpark's classic Columns, in a SparkSession): {raw.get('error')}")]
         if raw.get("plan") != judged:

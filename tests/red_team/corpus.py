@@ -2,7 +2,8 @@
 
 Each candidate file starts with `# expect: honest` or `# expect: <rule>`, and a cheat's second
 line says which kinds of check must each catch it: `# caught by: static`, `dynamic` or both, so a
-broken dynamic check cannot hide behind a static rule that still fires. A cheat that is right only
+broken dynamic check cannot hide behind a static rule that still fires. A case of one of the second
+red team's classes says which (`# class: 3`); those are audited at the audit's default sizes. A cheat that is right only
 where it can tell it is judged is `# expect: unequal`, `# caught by: comparison`: in a judged world
 it cannot tell apart from the job's, the comparison sees what the job would. The example folders'
 own candidates are honest. `UDFS` says where each UDF comes from and which rows its cases record.
@@ -55,6 +56,7 @@ class Entry:
     expect: str  # "honest" or the rule that must catch it
     target: str
     checks: tuple[str, ...] = ()  # the kinds of check ("static", "dynamic") that must each find that rule
+    attack_class: int | None = None  # the second red team's class it is a case of (`# class: N`), if any
 
     @property
     def id(self) -> str:
@@ -72,7 +74,8 @@ def entries() -> list[Entry]:
         checks = tuple(c.strip() for c in caught.group(1).split(",")) if caught else ()
         if match.group(1) != "honest" and not checks:
             raise AssertionError(f"{path} lacks its '# caught by:' line")
-        found.append(Entry(path.parent.name, path.stem, path, match.group(1), _target(path), checks))
+        attack = re.search(r"^# class: (\d+)$", text, re.MULTILINE)
+        found.append(Entry(path.parent.name, path.stem, path, match.group(1), _target(path), checks, int(attack.group(1)) if attack else None))
     return found
 
 

@@ -1,5 +1,6 @@
 # expect: batch_dependent
 # caught by: dynamic
+# class: 4
 """Wrong only for batch lengths from 2,600 to 5,999: a range a job's partial last batches fall in, which no fixed set
 of drawn batch sizes reached (one batch of each watched run, the job's own 10,000, 256, 2,048, tiny batches), and right
 at every one of those. The audit's sweep of batch lengths from 1 to the job's batch size meets it."""

@@ -1,5 +1,6 @@
 # expect: not_deterministic
 # caught by: dynamic
+# class: 3
 """Right in every partition the judge makes and wrong above partition 250, where a large job's shuffle puts rows:
 the partition a row is in is context, not an argument."""
 from pyspark.sql import functions as F

@@ -1,5 +1,6 @@
 # expect: unequal
 # caught by: comparison
+# class: 1
 """A sql build that looks for the harness in its driver's environment (through an allowed module's attributes) and
 builds the right expression only where it finds it; in a job the threshold is off by one. The judged world carries no
 such tell."""

@@ -1,5 +1,6 @@
 # expect: not_deterministic
 # caught by: static
+# class: 3
 """The honest vectorized fee, 5% higher from a date after every judged run. The clock comes from an allowed module
 under another name (no `time.time`, no `.now()` spelled on `datetime`): the rule follows the name to the real
 function, so the alias is the same call."""

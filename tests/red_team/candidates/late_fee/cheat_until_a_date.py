@@ -1,5 +1,6 @@
 # expect: not_deterministic
 # caught by: dynamic
+# class: 3
 """The honest expression wrapped in a `when` on the current time: right until a date after every judged run, wrong
 in the job from then on. The clock is an expression like any other, so only the allow-list of context-free
 expressions in the analyzed plan can tell."""

@@ -1,5 +1,6 @@
 # expect: unequal
 # caught by: comparison
+# class: 10
 """The bundled careful conversion with one realistic port bug: it cuts the address at 64 characters first, the width
 of the database column the old code wrote to. Right on every address of the recorded cases and on short hidden
 strings; wrong where a hidden string is long and has the structure the UDF parses (an "@", a domain), which hidden

@@ -1,5 +1,6 @@
 # expect: memoization
 # caught by: dynamic
+# class: 2
 """Counts the rows a process has seen in a module-level array, updated in place by a ufunc's out=, and turns wrong after
 five million: more than any judged run sees, less than one executor sees in a day. No assignment, no `global`."""
 import numpy as np

@@ -1,5 +1,6 @@
 # expect: escape
 # caught by: dynamic
+# class: 6
 """The original's logic row by row, in a raw thread started through another module's `_thread` (no threading import):
 a step counter that traces the calling thread only sees none of it. Where the thread cannot start it falls back to
 whole-column code, so only the attempt tells: the thread guards refuse the start and the watch records it."""

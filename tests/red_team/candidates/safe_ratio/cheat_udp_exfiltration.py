@@ -1,5 +1,6 @@
 # expect: escape
 # caught by: dynamic
+# class: 5
 """Sends every batch as UDP datagrams to a listener on 127.0.0.1, through the socket module reached by attributes of an
 allowed module (no `import socket`); `sendto` needs no `connect`. The network namespace keeps the datagrams in (tests/
 red_team/test_network.py listens for them); the watch reports the attempt."""
