@@ -25,10 +25,21 @@ ALLOWED_DOTTED = (
     "pyspark.sql.Window",
 )
 ALLOWED_PARENTS = frozenset({"aether_mcp", "pyspark", "pyspark.sql"})
+# Parts of allowed packages that read or write files, load native code or evaluate strings: a UDF needs none of them.
+DENIED_SUBMODULES = (
+    "numpy.ctypeslib", "numpy.f2py", "numpy.distutils", "numpy.testing", "numpy.lib.npyio", "numpy.lib._npyio_impl",
+    "numpy.lib.format", "numpy.lib._datasource", "pandas.io", "pandas.testing", "pandas.core.computation",
+    "pyarrow.fs", "pyarrow._fs", "pyarrow.dataset", "pyarrow._dataset", "pyarrow.parquet", "pyarrow._parquet",
+    "pyarrow.csv", "pyarrow._csv", "pyarrow.json", "pyarrow._json", "pyarrow.feather", "pyarrow.orc", "pyarrow._orc",
+    "pyarrow.flight", "pyarrow._flight", "pyarrow.jvm", "pyarrow.cffi", "pyarrow.util", "pyarrow.ipc", "pyarrow.substrait",
+    "pyarrow._hdfs", "pyarrow._s3fs", "pyarrow._gcsfs", "pyarrow._azurefs", "scipy.io", "scipy.datasets", "numba.misc",
+)  # fmt: skip
 
 
 def allowed(name: str) -> bool:
     """Whether importing module `name` (or `package.name` of a from-import) is on the allow-list."""
+    if any(name == denied or name.startswith(denied + ".") for denied in DENIED_SUBMODULES):
+        return False
     if name.split(".")[0] in ALLOWED_TOP_LEVEL:
         return True
     return any(name == dotted or name.startswith(dotted + ".") for dotted in ALLOWED_DOTTED)

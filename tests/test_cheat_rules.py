@@ -111,6 +111,22 @@ CAUGHT["outside_language"] = [
     "import functools\ndef evaluate(x):\n    return functools.reduce(getattr, ['os'], x)\n",
     "def evaluate(x):\n    name = x.name\n    return getattr(np, name)(x)\n",
     "import uuid\ndef evaluate(x):\n    return getattr(uuid, 'os')\n",
+    # a module bound from a chain, a default, a walrus, a class keyword: each a module used as a value
+    "def evaluate(x):\n    common = pd.io.common\n    return common.os\n",
+    "import pyarrow as pa\ndef evaluate(x, util=pa.lib):\n    return x\n",
+    "def evaluate(x):\n    if (m := np.lib):\n        return x\n",
+    "from uuid import *\n",
+    "try:\n    import cupy as xp\nexcept ImportError:\n    xp = np\ndef evaluate(x):\n    return xp.f2py.subprocess\n",
+    "def evaluate(x):\n    return np.ctypeslib.load_library('libc.so.6', '/lib')\n",
+    "def evaluate(x):\n    return pd.read_pickle(x)\n",
+    "def evaluate(x):\n    return pd.eval('x + 1', engine='python')\n",
+    "def evaluate(x):\n    return x.to_frame().query('x > 1')\n",
+    "import typing\ndef probe(a: \"__builtins__\"):\n    return a\n",
+    "import operator\ndef evaluate(x):\n    return operator.attrgetter('common.os')(pd.io)\n",
+    "import json\ndef evaluate(x):\n    return '{0.__globals__}'.format(json.dumps)\n",
+    "def evaluate(x):\n    return (i for i in [0]).gi_frame.f_builtins\n",
+    "import json\ndef evaluate(x):\n    match json.dumps:\n        case object(__globals__=g):\n            return g\n",
+    "import statistics\ndef evaluate(x):\n    self = statistics.random\n    return self._inst\n",
 ]
 # the clock and unseeded randomness, followed to the real function whatever the name it is imported under
 CAUGHT["not_deterministic"] = [
@@ -123,6 +139,15 @@ CAUGHT["not_deterministic"] = [
     "def evaluate(x):\n    return x + np.random.rand(len(x))\n",
     "def evaluate(x):\n    return x + np.random.default_rng().random(len(x))\n",
     "import uuid\ndef evaluate(x):\n    return x.astype(str) + str(uuid.uuid4())\n",
+    # looked up by name, not called in place, given None or no time, or a string the parser reads as the date
+    "import datetime\ndef evaluate(x):\n    return getattr(datetime.datetime, 'now')()\n",
+    "import random\nMAKE = random.Random\n",
+    "import random\ndef evaluate(x):\n    return random.Random(None).random()\n",
+    "import time\ndef evaluate(x):\n    return time.ctime(None)\n",
+    "def evaluate(x):\n    return pd.to_datetime(['now'])\n",
+    "def evaluate(x):\n    return x.sample(frac=1.0)\n",
+    "def evaluate(x):\n    generator = np.random.RandomState(0)\n    generator.seed()\n    return x\n",
+    "def evaluate(x):\n    return x + hash('salt')\n",
 ]
 CAUGHT["reaches_original"] += [
     "import builtins\ndef evaluate(x):\n    return getattr(builtins, 'ex' + 'ec')('1')\n",
@@ -267,8 +292,20 @@ HONEST += [
     """,
 ]
 # the closed language leaves ordinary code alone: allowed modules as module.name, deep public chains through them,
-# a fallback alias, a backend's module name, a class's own private state
+# a fallback alias, a backend's module name, a class's own private state and constructors through super()
 HONEST += [
+    """
+    class BadInput(ValueError):
+        def __init__(self, column):
+            super().__init__(f"bad column {column}")
+
+    PANDAS_2 = pd.__version__ >= "2"
+
+    def evaluate(x):
+        if x.isna().all():
+            raise BadInput(x.name)
+        return x.fillna(0) if PANDAS_2 else x
+    """,
     """
     from numpy import linalg
     from decimal import ROUND_HALF_UP, Decimal

@@ -9,17 +9,13 @@ environment, escapes into threads, processes or the JVM, or memoizes across call
 from __future__ import annotations
 
 import ast
-import importlib
-import importlib.util
 import re
-import sys
-import sysconfig
-import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aether_mcp import import_policy
+from aether_mcp.judge import closed_language
 
 Severity = str  # "block" or "warn"
 
@@ -97,18 +93,6 @@ WATCH_CALLS = {"settrace", "setprofile", "gettrace", "getprofile"}
 # SQL text that calls into the JVM or reads files (SQL function names are case-insensitive).
 JVM_SQL = re.compile(r"\b(try_reflect|reflect|java_method)\s*\(|\binput_file_name\b|\bread_files\b|\bjava\.(lang|io|nio|net)\.", re.IGNORECASE)
 TRIVIAL_LITERALS = {0, 1, -1, 2, 10, 100, 0.5, "", " ", None}
-# Dunder attributes a candidate may read: strings, and a backend's module name picks a code path (xp.__name__).
-PUBLIC_DUNDERS = {"__name__", "__doc__"}
-# What reads the clock or draws randomness from the interpreter's own state, among the allow-listed modules.
-CLOCK_METHODS = {"now", "utcnow", "today"}  # datetime.now(), date.today(), pd.Timestamp.now(), on any class
-TIME_READERS = {"time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "process_time", "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime", "clock_gettime_ns"}
-TIME_DEFAULT_NOW = {"localtime": 0, "gmtime": 0, "ctime": 0, "asctime": 0, "strftime": 1}  # the clock where the time argument is left out
-SEEDED = {"Random", "default_rng", "RandomState", "Generator", "SeedSequence", "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64", "BitGenerator"}  # deterministic given a seed
-UNSEEDED_UUIDS = {"uuid1", "uuid4", "getnode"}
-NOW_STRINGS = {"now", "today"}  # np.datetime64("now"), pd.Timestamp("today"), pd.to_datetime("now")
-# Builtins that reach attributes, namespaces or code by a name given at run time: called directly with what the
-# rules can read, never passed around as values (functools.reduce(getattr, ...)).
-LOOKUP_BUILTINS = {"getattr", "setattr", "delattr", "hasattr", "vars", "dir", "globals", "locals", "eval", "exec", "compile", "__import__", "open", "breakpoint", "input"}
 
 
 @dataclass
@@ -131,7 +115,7 @@ def check_candidate(
     entry_point: str,
 ) -> list[RuleFinding]:
     """Every finding of every rule in one candidate (or workspace module) source."""
-    scanner = _Scanner(source, file, kind, case_literals - original_literals - TRIVIAL_LITERALS, entry_point)
+    scanner = _Scanner(source, file, kind, case_literals - original_literals - TRIVIAL_LITERALS, entry_point, original_literals)
     return scanner.run()
 
 
@@ -181,12 +165,13 @@ def imported_workspace_modules(source: str, candidate_dir: Path, workspace: Path
 
 
 class _Scanner:
-    def __init__(self, source: str, file: str, kind: str, forbidden_literals: set[Any], entry_point: str) -> None:
+    def __init__(self, source: str, file: str, kind: str, forbidden_literals: set[Any], entry_point: str, original_literals: set[Any] = frozenset()) -> None:
         self.tree = ast.parse(source)
         self.lines = source.splitlines()
         self.file = file
         self.kind = kind
         self.forbidden = forbidden_literals
+        self.original_literals = original_literals
         self.entry_point = entry_point
         self.findings: list[RuleFinding] = []
         self.modules = self._imported_names()
@@ -204,8 +189,7 @@ class _Scanner:
         self._assignments()
         self._literals()
         self._memoization()
-        self._closed_language()
-        self._clock_and_randomness()
+        closed_language.Checker(self.tree, self.original_literals, lambda rule, node, detail: self.add(rule, node, detail=detail)).run()
         unique: dict[tuple[str, int], RuleFinding] = {}
         for finding in self.findings:
             unique.setdefault((finding.rule, finding.line), finding)
@@ -509,119 +493,6 @@ class _Scanner:
                         if isinstance(owner, ast.Name) and owner.id in self.module_mutables:
                             self.add("memoization", inner, detail=f"mutates module-level {owner.id}")
 
-    def _closed_language(self) -> None:
-        """Allow, don't forbid: attributes are public (or a harmless dunder), modules are bound by import statements and
-        used only as `module.name`, and no chain of attributes from an imported module leads to a module off the
-        import allow-list (`uuid.os`, `pd.io.common.os`). Chains are followed on the real modules of this Python
-        environment, the same the candidate runs on; a name computed at run time is refused where a lookup takes it."""
-        modules = self._module_values()
-        parents = {child: parent for parent in ast.walk(self.tree) for child in ast.iter_child_nodes(parent)}
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Attribute):
-                attribute = node.attr
-                on_self = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls") and not attribute.startswith("__")
-                if attribute.startswith("_") and attribute not in PUBLIC_DUNDERS and not on_self:
-                    self.add("outside_language", node, detail=f"private attribute .{attribute}")
-                    continue
-                owner, value = _resolved(node.value, modules), _resolved(node, modules)
-                if _off_list(value) and not _off_list(owner):
-                    self.add("outside_language", node, detail=f"{ast.unparse(node)} is the module {value.__name__}, which is not on the import allow-list")
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                parent = parents.get(node)
-                used_as_name = isinstance(parent, ast.Attribute) and parent.value is node
-                called = isinstance(parent, ast.Call) and parent.func is node
-                aliased = isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)
-                # getattr(np, "float128") with a literal public name is np.float128, checked below as one
-                looked_up = isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in ("getattr", "hasattr") and parent.args[:1] == [node]
-                if node.id in modules and not used_as_name and not aliased and not looked_up:
-                    self.add("outside_language", node, detail=f"uses the module {node.id} as a value; a module may only be used as {node.id}.name")
-                elif node.id in LOOKUP_BUILTINS and not called and node.id not in self.modules:
-                    self.add("outside_language", node, detail=f"passes the builtin {node.id} around as a value")
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2:
-                name = folded_string(node.args[1])
-                if name is None:
-                    self.add("outside_language", node, detail=f"{node.func.id}() with a name computed at run time")
-                elif name.startswith("_") and name not in PUBLIC_DUNDERS:
-                    self.add("outside_language", node, detail=f"{node.func.id}() of the private attribute {name!r}")
-                else:
-                    value = _resolved(ast.Attribute(value=node.args[0], attr=name, ctx=ast.Load()), modules)
-                    if _off_list(value):
-                        self.add("outside_language", node, detail=f"{node.func.id}({ast.unparse(node.args[0])}, {name!r}) is the module {value.__name__}, which is not on the import allow-list")
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    value = modules.get(alias.asname or alias.name)
-                    if _off_list(value):
-                        self.add("outside_language", node, detail=f"from {node.module} import {alias.name} is the module {value.__name__}, which is not on the import allow-list")
-
-    def _clock_and_randomness(self) -> None:
-        """The clock and unseeded randomness, reached through the allow-listed modules (time, datetime, random, uuid,
-        NumPy, pandas): each name is followed to the real object, so an alias (`from time import time as t`) is the
-        same call."""
-        objects = self._imported_objects()
-        parents = {child: parent for parent in ast.walk(self.tree) for child in ast.iter_child_nodes(parent)}
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Attribute) and node.attr in CLOCK_METHODS:
-                self.add("not_deterministic", node, detail=f".{node.attr} reads the clock")
-                continue
-            if isinstance(node, ast.Call):
-                name = _call_name(node)
-                first = node.args[0] if node.args else None
-                if name in ("datetime64", "Timestamp", "to_datetime", "DatetimeIndex") and isinstance(first, ast.Constant) and str(first.value).strip().lower() in NOW_STRINGS:
-                    self.add("not_deterministic", node, detail=f"{ast.unparse(node.func)}({first.value!r}) reads the clock")
-                continue
-            if not isinstance(node, (ast.Name, ast.Attribute)) or not isinstance(node.ctx, ast.Load):
-                continue
-            value = _resolved(node, objects)
-            if value is None or isinstance(value, types.ModuleType):
-                continue
-            parent = parents.get(node)
-            call = parent if isinstance(parent, ast.Call) and parent.func is node else None
-            why = _nondeterministic(value, call)
-            if why:
-                self.add("not_deterministic", node, detail=f"{ast.unparse(node)} {why}")
-
-    def _imported_objects(self) -> dict[str, Any]:
-        """Each name an import statement binds, to the module or object of this environment it names (see _module_values)."""
-        found: dict[str, Any] = dict(self._module_values())
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                parent = _installed_module(node.module)
-                for alias in node.names:
-                    if alias.name != "*" and (alias.asname or alias.name) not in found and parent is not None:
-                        try:
-                            found[alias.asname or alias.name] = getattr(parent, alias.name)
-                        except Exception:
-                            continue
-        return found
-
-    def _module_values(self) -> dict[str, Any]:
-        """Each name an import statement binds to a module: the module itself where this environment has it (an
-        allow-listed module of the Python installation), else None (a workspace module, or one not installed)."""
-        found: dict[str, Any] = {}
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    name = alias.name if alias.asname else alias.name.split(".")[0]
-                    found[alias.asname or name] = _installed_module(name)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                parent = _installed_module(node.module)
-                for alias in node.names:
-                    value = _attribute(parent, alias.name) if parent is not None else None
-                    if value is None and parent is not None:
-                        value = _installed_module(f"{node.module}.{alias.name}")
-                    if isinstance(value, types.ModuleType):
-                        found[alias.asname or alias.name] = value
-        # `xp = np` (a fallback where a GPU library is missing) binds another name to the module, held to the same rules
-        changed = True
-        while changed:
-            changed = False
-            for node in ast.walk(self.tree):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Name):
-                    if node.value.id in found and node.targets[0].id not in found:
-                        found[node.targets[0].id] = found[node.value.id]
-                        changed = True
-        return found
-
     # --- facts about the module ------------------------------------------------------------
 
     def _imported_names(self) -> set[str]:
@@ -720,82 +591,6 @@ def device_capable(tree: ast.AST) -> bool:
             if name.split(".")[0] in DEVICE_MODULES or name == "numba.cuda" or name.startswith(("numba.cuda.", "aether_mcp.backend")):
                 return True
     return False
-
-
-def _installed_module(name: str) -> types.ModuleType | None:
-    """Module `name` of this Python installation, imported here to follow attributes on it; None for anything off the
-    import allow-list, outside the installation (a workspace module is never imported by the judge), a GPU library
-    not loaded yet, or one that fails to import."""
-    if not import_policy.allowed(name):
-        return None
-    top = name.split(".")[0]
-    if top == "aether_mcp":
-        return importlib.import_module(name)  # aether_mcp.backend, the one harness module a candidate may import
-    if top in DEVICE_MODULES | {"numba"} and top not in sys.modules:
-        return None  # importing a GPU stack only to read names costs seconds; a chain through it is left to the watch
-    try:
-        spec = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        return None
-    origin = getattr(spec, "origin", None) if spec is not None else None
-    if origin not in ("built-in", "frozen") and not (origin and any(Path(origin).resolve().is_relative_to(root) for root in _installation())):
-        return None
-    try:
-        return importlib.import_module(name)
-    except Exception:  # an allow-listed library that cannot load here: its chains cannot be followed
-        return None
-
-
-def _installation() -> list[Path]:
-    paths = sysconfig.get_paths()
-    return [Path(paths[key]).resolve() for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
-
-
-def _attribute(owner: Any, name: str) -> Any:
-    """owner.name where owner is a module or a class (whose attributes are the library's own), else None."""
-    if not isinstance(owner, (types.ModuleType, type)) or name.startswith("__"):
-        return None
-    try:
-        return getattr(owner, name)
-    except Exception:
-        return None
-
-
-def _resolved(node: ast.expr, modules: dict[str, Any]) -> Any:
-    """The object a chain of attributes from an imported module names, where it can be followed; else None."""
-    if isinstance(node, ast.Name):
-        return modules.get(node.id)
-    if isinstance(node, ast.Attribute):
-        return _attribute(_resolved(node.value, modules), node.attr)
-    return None
-
-
-def _nondeterministic(value: Any, call: ast.Call | None) -> str | None:
-    """Why `value` (an imported function, class or bound method; `call` where it is called right there) reads the
-    clock or draws unseeded randomness, else None."""
-    import random
-
-    owner = getattr(value, "__self__", None)
-    name = getattr(value, "__name__", "")
-    module = getattr(value, "__module__", None) or getattr(type(owner), "__module__", "") or ""
-    given = len(call.args) + len(call.keywords) if call is not None else None
-    if module == "time" and name in TIME_READERS:
-        return "reads the clock"
-    if module == "time" and name in TIME_DEFAULT_NOW and (given is None or given <= TIME_DEFAULT_NOW[name]):
-        return "reads the clock when no time is given"
-    if isinstance(owner, random.Random) or (module.startswith("numpy.random") and owner is not None and type(owner).__name__ in ("RandomState", "Generator")):
-        return "draws from the interpreter's shared random state"
-    if name in SEEDED and (module == "random" or module.startswith("numpy.random")) and given == 0:
-        return "seeds itself from the operating system's randomness"
-    if (module == "random" or module.startswith("numpy.random")) and name not in SEEDED and callable(value):
-        return "draws random numbers"
-    if module == "uuid" and name in UNSEEDED_UUIDS:
-        return "draws on the clock, the host or the operating system's randomness"
-    return None
-
-
-def _off_list(value: Any) -> bool:
-    return isinstance(value, types.ModuleType) and not import_policy.allowed(value.__name__)
 
 
 def _call_name(call: ast.Call) -> str | None:
