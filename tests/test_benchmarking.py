@@ -16,6 +16,7 @@ from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, workspaces
 from aether_mcp.tools.benchmarking import bootstrap_paired_ci, generate_data, micro_benchmark, paired_speedup, run_benchmark, tune_arrow_batch
 from aether_mcp.tools.cheat_audit import audit_candidate
+from aether_mcp.tools.optimization import decide
 from aether_mcp.workspace import Workspace
 
 POSITIVE_WEIGHTS = {"weight": {"min": 0.1, "max": 50.0}}
@@ -305,3 +306,51 @@ def test_array_arguments_get_data_drawn_from_their_element_type(root):
     data = generate_data(root, ws, 500)
     tags = pq.read_table(data.path).column("tags")
     assert tags.type == pa.list_(pa.string()) and 0 < tags.null_count < 500 and data.columns[0].generated_from.startswith("0 to 5 elements, each Zipf-skewed")
+
+def test_a_step_is_kept_only_when_its_whole_interval_clears_the_gain():
+    # the numbers as the interleaved run's bootstrap gives them, injected: what try_optimization decides from them
+    kept, why = decide(1.4, (1.2, 1.6), 0.03)
+    assert kept is True and why == "clean and equal, and faster than the best: 1.400x (95% CI 1.200-1.600) clears 1 + min_gain = 1.030"
+    kept, why = decide(1.1, (0.97, 1.25), 0.03)  # an interval that straddles 1
+    assert kept is False and "1.100x (95% CI 0.970-1.250) does not clear 1 + min_gain = 1.030 over the whole interval" in why
+    assert decide(1.05, (1.02, 1.08), 0.03)[0] is False  # faster, but not by the gain asked for
+    assert decide(1.05, (1.02, 1.08), 0.0)[0] is True
+    assert decide(1.03, (1.03, 1.04), 0.03)[0] is False  # the bound itself does not clear it
+
+
+def test_extra_rounds_stop_at_the_precision_the_budget_or_the_round_limit():
+    # the rule run_benchmark follows inside its application, on seconds injected round by round: no timing here
+    from aether_mcp.confined.bench_runner import _more_rounds
+    from aether_mcp.tools.benchmarking import precision_request
+
+    def run(first: list[tuple[float, float]], later: list[tuple[float, float]], precision: float, budget_s: float | None):
+        runs = {"original": [o for o, _ in first], "candidate": [c for _, c in first]}
+        feed = iter(later)
+        added = []
+
+        def one_round(index: int) -> None:
+            original, candidate = next(feed)
+            runs["original"].append(original)
+            runs["candidate"].append(candidate)
+            added.append(index)
+
+        ended = _more_rounds(precision_request(("original", "candidate"), precision, budget_s), runs, {}, {"warmup": 1, "repeats": len(first)}, one_round)
+        return ended, added
+
+    steady = [(2.0, 1.0), (2.02, 1.0), (1.98, 1.0)]
+    # a steady 2x is known to +/-10% after the three rounds it has: none added
+    ended, added = run(steady, [], 0.1, 60)
+    assert ended["by"] == "precision" and added == [] and ended["detail"].endswith("after 3 rounds (asked: at most 10%)")
+    # fewer than three rounds say nothing about the spread, however close: one more is added first, numbered after the warm-up
+    ended, added = run(steady[:2], [(2.0, 1.0)], 0.1, 60)
+    assert ended["by"] == "precision" and added == [3]
+    # a noisy speedup gets rounds until the interval narrows
+    noisy = [(2.0, 1.0), (3.0, 1.0), (1.4, 1.0)]
+    ended, added = run(noisy, [(2.0, 1.0)] * 40, 0.1, 600)
+    assert ended["by"] == "precision" and 1 <= len(added) < 40
+    # a round that would outlast the budget is not started
+    ended, added = run(noisy, [], 0.0001, 1.0)
+    assert ended["by"] == "budget" and added == [] and ended["detail"].startswith("the time budget for more rounds (1 s) ran out after 3 rounds")
+    # an impossible precision with time to spare stops at the round limit
+    ended, added = run(noisy, [(2.0 + i % 2, 1.0) for i in range(100)], 0.0001, 10_000)
+    assert ended["by"] == "max_repeats" and len(noisy) + len(added) == precision_request(("a", "b"), 0.1, None)["max_repeats"]

@@ -117,6 +117,7 @@ def test_a_ulp_deviation_relaxes_floats_and_is_listed_everywhere(root, workspace
     record_deviation(root, workspace, "fast", "per-kg step is a division", "within 2 ULP, far below cent rounding", ulp_tolerance=4)
     relaxed = byte_compare(root, workers, workspace, "fast", hidden_rows=3000)
     assert relaxed.equal and relaxed.policy.declared_deviations == ["dev-1: floats within 4 ULP count as equal (per-kg step is a division)"]
+    # small sizes: what is asserted is how a recorded deviation is applied, which any size shows
     audited = audit_candidate(root, workers, workspace, "fast", hidden_rows_count=1000, watched_rows=(250, 2500))
     assert audited.verdict == "PASS", audited.reasons
     assert audited.comparison.declared_deviations == relaxed.policy.declared_deviations

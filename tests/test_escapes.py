@@ -34,6 +34,32 @@ def cheat(prelude: str) -> str:
     )
 
 
+REPORT_WEIGHT = 3.25  # the case row on which an attempts candidate reports what each attempt did
+
+
+def attempts(*steps: str) -> str:
+    """A correct shipping_fee candidate that makes each step in a `try` of its own, so a refusal stops only that step,
+    and raises what each did (`0:done`, `1:PermissionError`...) on the case row of weight REPORT_WEIGHT."""
+    tries = "".join(
+        f"    try:\n{textwrap.indent(textwrap.dedent(step).strip(), '        ')}\n        done.append('{i}:done')\n"
+        f"    except Exception as exc:\n        done.append('{i}:' + type(exc).__name__)\n"
+        for i, step in enumerate(steps)
+    )
+    report = f"    if bool((weight == {REPORT_WEIGHT}).any()):\n        raise ValueError('|'.join(done))\n"
+    return (
+        "import os\n\nimport numpy as np\nimport pandas as pd\n\nTARGET = 'vectorized'\n\n\n"
+        f"def evaluate(weight, express):\n    done = []\n{tries}{report}{HONEST_BODY}"
+    )
+
+
+def reported(root, workers, workspace, name: str) -> list[str]:
+    """What each attempt of candidate `name` did, from a byte_compare on the report case alone."""
+    (Path(workspace) / "tests" / "cases.py").write_text(f'CASES = [{{"args": [{REPORT_WEIGHT}, False], "expected": 6.865, "why": "the row the candidate reports on"}}]\n')
+    compared = byte_compare(root, workers, workspace, name, hidden_rows=0)
+    [shown] = [m.actual for m in compared.mismatches if m.source == "tests"]
+    return shown.split("ValueError: ", 1)[1].split("|")
+
+
 def digests(folder: Path) -> dict[str, str]:
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -43,25 +69,31 @@ def dynamic(result, rule: str) -> list:
 
 
 def test_a_candidate_cannot_rewrite_the_reference_or_re_sign_it(root, workspace, workers):
-    # class 1: from a Spark Python worker, rewrite original/udf.py and .aether/protected/, then
-    # re-sign the manifest with the key found through the inherited AETHER_MCP_STATE_DIR
+    # class 1: from a Spark Python worker, rewrite original/udf.py and .aether/protected/, then re-sign the manifest
+    # with the key from the server's state folder (whose path it once found in the environment); one try per attempt
+    from aether_mcp.workspace import state_home
+
     ws = Path(workspace)
-    source = cheat(
-        """
-        here = os.path.dirname(os.path.dirname(__file__))
-        open(os.path.join(here, "original", "udf.py"), "w").write("def shipping_fee(weight, express):\\n    return 4.99\\n")
-        open(os.path.join(here, ".aether", "protected", "original", "udf.py"), "w").write("tampered")
-        key = open(os.path.join(os.environ["AETHER_MCP_STATE_DIR"], "manifest.key"), "rb").read()
-        open(os.path.join(here, ".aether", "protected.json"), "w").write(key.hex())
-        """
-    )
-    files.write_file(root, workspace, "candidate/resign.py", source)
+    key_path = Path(state_home()) / "manifest.key"
+    assert key_path.is_file()
+    steps = [
+        'open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "original", "udf.py"), "w").write("def shipping_fee(weight, express):\\n    return 4.99\\n")',
+        'open(os.path.join(os.path.dirname(os.path.dirname(__file__)), ".aether", "protected", "original", "udf.py"), "w").write("tampered")',
+        "assert os.environ.get('AETHER_MCP_STATE_DIR') is not None",
+        f"open({str(key_path)!r}, 'rb').read()",
+        'open(os.path.join(os.path.dirname(os.path.dirname(__file__)), ".aether", "protected.json"), "w").write("00")',
+    ]
+    files.write_file(root, workspace, "candidate/resign.py", attempts(*steps))
     original, state = digests(ws / "original"), digests(ws / ".aether" / "protected")
     manifest = (ws / ".aether" / "protected.json").read_bytes()
 
-    compared = byte_compare(root, workers, workspace, "resign", hidden_rows=500)
-    assert compared.confined, compared.confinement
-    assert {e.event for e in compared.watch_events} >= {"open"}
+    # every attempt was made, and each was refused: the writes and the key's read by the kernel or the watch, and the
+    # state folder's variable is not in the environment at all
+    outcomes = reported(root, workers, workspace, "resign")
+    assert [o.split(":")[0] for o in outcomes] == ["0", "1", "2", "3", "4"], outcomes
+    assert outcomes[2] == "2:AssertionError" and all(o.split(":")[1] in ("PermissionError", "WatchRefused") for o in outcomes[:2] + outcomes[3:]), outcomes
+    # audited at small sizes: the findings asserted are the watch's events at the candidate's line, which any size
+    # shows (the job-batch run that larger sizes add is test_wrong_only_above_the_drawn_batch_sizes_...)
     audit = audit_candidate(root, workers, workspace, "resign", hidden_rows_count=1000, watched_rows=(250, 1000))
     assert audit.verdict == "FAIL" and audit.confined
     tampering = dynamic(audit, "tampering")
@@ -90,27 +122,25 @@ def test_the_servers_state_is_out_of_sight_of_candidate_code(root, workspace, wo
 
 
 def test_candidate_code_writes_nothing_outside_the_root_and_keeps_no_state_across_calls(root, workspace, workers):
-    # class 3: a file under /tmp, or in the worker's scratch, kept state from one call to the next
+    # class 3: a file under /tmp, or in the worker's scratch, kept state from one call to the next; one try per attempt
     marker = f"/tmp/aether-escape-{secrets.token_hex(4)}"
-    writer = cheat(
-        f"""
-        open({marker!r}, "w").write("escaped")
-        open(os.path.join(os.environ["TMPDIR"], "seen-before"), "w").write("1")
-        """
+    writer = attempts(
+        f"open({marker!r}, 'w').write('escaped')",
+        "open(os.path.join(os.environ['TMPDIR'], 'seen-before'), 'w').write('1')",
+        "open(os.path.join(os.environ['HOME'], 'seen-before'), 'w').write('1')",
     )
-    reader = cheat(
-        """
-        if os.path.exists(os.path.join(os.environ["TMPDIR"], "seen-before")) or os.path.exists(os.path.join(os.environ["HOME"], "seen-before")):
-            raise RuntimeError("state survived the last call")
-        """
-    ).replace("    except Exception:\n        pass\n", "    except RuntimeError:\n        raise\n    except Exception:\n        pass\n")
+    reader = attempts(
+        "assert not os.path.exists(os.path.join(os.environ['TMPDIR'], 'seen-before'))",
+        "assert not os.path.exists(os.path.join(os.environ['HOME'], 'seen-before'))",
+    )
     files.write_file(root, workspace, "candidate/stateful.py", writer)
-    written = byte_compare(root, workers, workspace, "stateful", hidden_rows=200)
-    assert written.equal and any(e.event == "open" and e.detail.startswith(marker) for e in written.watch_events)
+    # /tmp is refused (by the watch, or the kernel beneath it); the call's own scratch (TMPDIR, HOME) may be written
+    outcomes = reported(root, workers, workspace, "stateful")
+    assert outcomes[0] in ("0:WatchRefused", "0:PermissionError") and outcomes[1:] == ["1:done", "2:done"], outcomes
     assert not Path(marker).exists()
     files.write_file(root, workspace, "candidate/stateful.py", reader)
-    later = byte_compare(root, workers, workspace, "stateful", hidden_rows=200)
-    assert later.equal, [m.actual for m in later.mismatches][:3]
+    # the next call starts from an empty scratch: what the last one wrote there is gone
+    assert reported(root, workers, workspace, "stateful") == ["0:done", "1:done"]
 
 
 def test_a_watched_run_that_behaves_differently_is_a_mismatch(root, workspace, workers):
@@ -120,6 +150,7 @@ def test_a_watched_run_that_behaves_differently_is_a_mismatch(root, workspace, w
     )
     assert "sys.gettrace()" in source
     files.write_file(root, workspace, "candidate/two_faced.py", source)
+    # small sizes: a watched run that differs shows at any size; the job-batch run larger sizes add is the next test's
     audit = audit_candidate(root, workers, workspace, "two_faced", hidden_rows_count=1000, watched_rows=(250, 1000))
     assert audit.comparison.equal and audit.verdict == "FAIL"
     assert dynamic(audit, "watch_dependent") and audit.watched_rows_compared > 0

@@ -98,8 +98,10 @@ async def test_the_four_phases_through_mcp(root, workers):
 
         await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=VECTORIZED_CANDIDATE)
         faster = await ok(client, "try_optimization", workspace=ws, candidate="fee", label="drop the wasted sort", rows=100_000, repeats=5, spec=SPEC, hidden_rows=2000)
-        assert faster["accepted"] is True and faster["reverted"] is False, faster["reason"]
-        assert faster["speedup_ci"][0] > 1.03 and faster["best_snapshot_id"] == faster["snapshot_id"]
+        # the decision follows from the measured interval (pinned without timing in test_benchmarking.py); WASTE makes the
+        # lean version's margin wide enough that the rest of this loop can build on it being kept
+        assert faster["accepted"] == (faster["speedup_ci"][0] > 1.03), faster["reason"]
+        assert faster["accepted"] is True and faster["reverted"] is False and faster["best_snapshot_id"] == faster["snapshot_id"], faster["reason"]
 
         await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=WRONG_CANDIDATE)
         rejected = await ok(client, "try_optimization", workspace=ws, candidate="fee", label="skip the express surcharge", rows=100_000, repeats=5, spec=SPEC, hidden_rows=2000)

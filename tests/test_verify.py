@@ -24,6 +24,8 @@ from aether_mcp.verification import verify
 from aether_mcp.workspace import Workspace
 
 pytestmark = pytest.mark.slow
+# verify's own audit below the defaults: every failure asserted here comes before or beside the audit (extraction,
+# records, the cases), which any size shows; the audit at its defaults is test_red_team.py's class cases
 SMALL = {"hidden_rows": 1000, "watched_rows": (250, 1000)}
 
 
@@ -115,6 +117,7 @@ def test_class_7_copied_verdicts_are_ignored_by_status_and_verify_recomputes_the
     root, ws = _copy(verified, tmp_path)
     from aether_mcp.tools.cheat_audit import audit_candidate
 
+    # small sizes: this audit only makes a PASS record for verify to distrust
     audit_candidate(root, workers, ws, "discount_sql", hidden_rows_count=1000, watched_rows=(250, 1000))
     shortcut = (EXAMPLES / "loyalty_pricing" / "candidates" / "shortcut_udf.py").read_text()
     files.write_file(root, ws, "candidate/shortcut.py", shortcut)

@@ -137,16 +137,20 @@ def try_optimization(
         else:
             speedup = paired_speedup(raw["runs"]["best"], raw["runs"]["candidate"])
             interval = bootstrap_paired_ci(raw["runs"]["best"], raw["runs"]["candidate"])
-            accepted = interval[0] > 1.0 + min_gain
-            if accepted:
-                reason = f"clean and equal, and faster than the best: {speedup:.3f}x (95% CI {interval[0]:.3f}-{interval[1]:.3f}) clears 1 + min_gain = {1 + min_gain:.3f}"
-            else:
-                reason = f"clean and equal, but not a verified win: {speedup:.3f}x (95% CI {interval[0]:.3f}-{interval[1]:.3f}) does not clear 1 + min_gain = {1 + min_gain:.3f} over the whole interval"
+            accepted, reason = decide(speedup, interval, min_gain)
     report(2, 3, "accepted" if accepted else "rejected: restoring the best version")
     return _finish(
         opened, name, step, label, state, attempt, accepted=accepted, reverted=not accepted, reason=reason, min_gain=min_gain, started=started,
         speedup=speedup, interval=interval, audit_verdict=audit.verdict, audit_reasons=audit.reasons, benchmark=benchmark, best=best,
     )
+
+
+def decide(speedup: float, interval: tuple[float, float], min_gain: float) -> tuple[bool, str]:
+    """Whether a clean, equal attempt is kept: only when its whole 95% interval clears 1 + min_gain; and why."""
+    low, high = interval
+    if low > 1.0 + min_gain:
+        return True, f"clean and equal, and faster than the best: {speedup:.3f}x (95% CI {low:.3f}-{high:.3f}) clears 1 + min_gain = {1 + min_gain:.3f}"
+    return False, f"clean and equal, but not a verified win: {speedup:.3f}x (95% CI {low:.3f}-{high:.3f}) does not clear 1 + min_gain = {1 + min_gain:.3f} over the whole interval"
 
 
 def journal_entries(workspace: Workspace) -> list[dict[str, Any]]:
