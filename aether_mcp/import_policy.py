@@ -33,6 +33,9 @@ DENIED_SUBMODULES = (
     "pyarrow.csv", "pyarrow._csv", "pyarrow.json", "pyarrow._json", "pyarrow.feather", "pyarrow.orc", "pyarrow._orc",
     "pyarrow.flight", "pyarrow._flight", "pyarrow.jvm", "pyarrow.cffi", "pyarrow.util", "pyarrow.ipc", "pyarrow.substrait",
     "pyarrow._hdfs", "pyarrow._s3fs", "pyarrow._gcsfs", "pyarrow._azurefs", "scipy.io", "scipy.datasets", "numba.misc",
+    "pandas.compat.pickle_compat", "numba.cloudpickle", "numba.core.serialize", "numba.extending", "numba.core.extending",
+    "numba.core.unsafe", "numba.core.typing.ctypes_utils", "numba.core.typing.cffi_utils", "numba.experimental",
+    "numba.core.sigutils", "numba.testing",
 )  # fmt: skip
 
 

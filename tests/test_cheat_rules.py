@@ -127,6 +127,19 @@ CAUGHT["outside_language"] = [
     "def evaluate(x):\n    return (i for i in [0]).gi_frame.f_builtins\n",
     "import json\ndef evaluate(x):\n    match json.dumps:\n        case object(__globals__=g):\n            return g\n",
     "import statistics\ndef evaluate(x):\n    self = statistics.random\n    return self._inst\n",
+    # a second round: private names in imports, strings run as code, pickles, by-name calls
+    "from random import _os\n",
+    "from numpy.lib import _npyio_impl\n",
+    "import numba\n@numba.njit(\"int64(__import__('os'))\")\ndef f(x):\n    return x\n",
+    "from numba import types\nGETENV = types.ExternalFunction('getenv', types.voidptr(types.voidptr))\n",
+    "from pandas.compat import pickle_compat\n",
+    "def evaluate(x):\n    return x.to_frame().agg('eval', 0, expr='x + 1')\n",
+    "import dataclasses\n@dataclasses.dataclass\nclass Key:\n    __annotations__ = {'a': int}\n",
+    "import dataclasses\nRow = dataclasses.make_dataclass('Row', [('v', 'int')])\n",
+    "import json\ndef evaluate(x):\n    return ('{0._' + '_globals__}').format(json.dumps)\n",
+    "import warnings\ndef evaluate(x):\n    return warnings.formatwarning('m', UserWarning, '/etc/passwd', 1)\n",
+    "import pyarrow as pa\ndef evaluate(x):\n    return pa.CompressedInputStream('/etc/passwd.gz', 'gzip').read()\n",
+    "import zoneinfo\nzoneinfo.reset_tzpath(to=['/'])\n",
 ]
 # the clock and unseeded randomness, followed to the real function whatever the name it is imported under
 CAUGHT["not_deterministic"] = [
@@ -148,6 +161,12 @@ CAUGHT["not_deterministic"] = [
     "def evaluate(x):\n    return x.sample(frac=1.0)\n",
     "def evaluate(x):\n    generator = np.random.RandomState(0)\n    generator.seed()\n    return x\n",
     "def evaluate(x):\n    return x + hash('salt')\n",
+    "import time\ndef evaluate(x, when=None):\n    return time.ctime(when)\n",
+    "SEED = None\ndef evaluate(x):\n    return x + np.random.default_rng(SEED).random(len(x))\n",
+    "def evaluate(x):\n    return x if pd.Timestamp('n' + 'ow').year else x\n",
+    "import statistics\ndef evaluate(x):\n    return statistics.NormalDist().samples(len(x))\n",
+    "def evaluate(x):\n    return x.sample(frac=1.0, random_state=None)\n",
+    "def evaluate(x):\n    return x + pd.core.common.random_state().random_sample(len(x))\n",
 ]
 CAUGHT["reaches_original"] += [
     "import builtins\ndef evaluate(x):\n    return getattr(builtins, 'ex' + 'ec')('1')\n",
@@ -289,6 +308,30 @@ HONEST += [
         stamp = time.strftime("%Y", time.gmtime(0))
         noise = np.random.default_rng(7).random(len(x))
         return x + noise * 0 if parsed.year and stamp and uuid.uuid5(uuid.NAMESPACE_DNS, "a") else x
+    """,
+]
+# numba's own signatures and kernels, maps over dicts built with dict() or a comprehension
+HONEST += [
+    """
+    import calendar
+    import numba
+    from numba import cuda
+
+    MONTHS = dict(enumerate(calendar.month_abbr))
+    CODES = {name: i for i, name in enumerate(("a", "b"))}
+
+    @numba.vectorize(["float64(float64, float64)"])
+    def scaled(value, factor):
+        return value * factor
+
+    @cuda.jit
+    def kernel(values, out):
+        i = cuda.grid(1)
+        if i < values.size:
+            out[i] = values[i] * 2.0
+
+    def evaluate(x):
+        return pd.Series(scaled(x.to_numpy(), 2.0)).map(MONTHS).map(CODES)
     """,
 ]
 # the closed language leaves ordinary code alone: allowed modules as module.name, deep public chains through them,

@@ -548,8 +548,9 @@ class _Scanner:
         if isinstance(node, ast.Dict):
             return True
         if isinstance(node, ast.Name):
+            # a dict literal, a dict comprehension or dict(...) bound to the name: a lookup, not a callable
             return any(
-                isinstance(s, ast.Assign) and isinstance(s.value, ast.Dict) and any(isinstance(t, ast.Name) and t.id == node.id for t in s.targets)
+                isinstance(s, ast.Assign) and _builds_dict(s.value) and any(isinstance(t, ast.Name) and t.id == node.id for t in s.targets)
                 for s in ast.walk(self.tree)
             )
         return False
@@ -654,6 +655,10 @@ def _hashable(value: Any) -> bool:
 
 
 
+def _builds_dict(value: ast.expr) -> bool:
+    return isinstance(value, (ast.Dict, ast.DictComp)) or (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict")
+
+
 def folded_string(node: ast.AST) -> str | None:
     """The string a constant expression spells ("a" + "b", "".join(["a", "b"]), f"{'a'}b", "ba"[::-1]), or None."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -685,6 +690,15 @@ def folded_string(node: ast.AST) -> str | None:
         if separator is not None and isinstance(items, (ast.List, ast.Tuple)):
             parts = [folded_string(item) for item in items.elts]
             return separator.join(parts) if all(part is not None for part in parts) else None  # type: ignore[arg-type]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("replace", "lower", "upper", "strip", "format") and not node.keywords:
+        text = folded_string(node.func.value)
+        arguments = [folded_string(a) for a in node.args]
+        if text is not None and all(a is not None for a in arguments):
+            try:
+                return getattr(text, node.func.attr)(*arguments)
+            except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+                return None
+        return None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("str", "chr") and len(node.args) == 1:
         argument = node.args[0]
         if node.func.id == "chr" and isinstance(argument, ast.Constant) and isinstance(argument.value, int) and 0 <= argument.value < 0x110000:

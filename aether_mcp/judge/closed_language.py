@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import re
 import string
 import sys
 import sysconfig
@@ -52,15 +53,22 @@ DENIED_NAMES = {
     "fromfile", "memmap", "load", "loadtxt", "genfromtxt", "fromregex", "save", "savez", "savez_compressed", "savetxt",
     "memory_map", "create_memory_map", "OSFile", "MemoryMappedFile", "PythonFile", "input_stream", "output_stream",
     "get_type_hints", "ForwardRef", "Formatter", "attrgetter", "methodcaller", "read_pickle", "eval", "query",
+    "make_dataclass", "singledispatch", "singledispatchmethod", "formatwarning", "showwarning", "getline", "getlines",
+    "reset_tzpath", "CompressedInputStream", "CompressedOutputStream", "open_stream", "open_file", "MessageReader",
+    "RecordBatchFileReader", "RecordBatchStreamReader", "call_function", "ExternalFunction", "ExternalFunctionPointer",
+    "intrinsic", "jitclass", "carray", "farray",
 }  # fmt: skip
 DENIED_METHODS = {"eval", "query", "tofile", "to_pickle"}  # on any object: a string run as code, a file written
+# Methods that call another method named by a string argument (`.agg("eval", ...)`).
+BY_NAME_METHODS = {"agg", "aggregate", "transform", "apply", "pipe", "map", "applymap", "resample"}
+ALLOWED_DUNDER_NAMES = {"__all__", "__slots__", "__name__", "__doc__"}  # dunder names a module or class body may bind or read
 DEVICE_MODULES = {"cupy", "cupyx", "cudf", "dask_cudf", "pylibcudf", "rmm"}
 # What reads the clock or draws randomness from the interpreter's own state, among the allow-listed modules.
 CLOCK_METHODS = {"now", "utcnow", "today"}  # datetime.now(), date.today(), pd.Timestamp.now(), on any class
 TIME_READERS = {"time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "process_time", "process_time_ns", "thread_time", "thread_time_ns", "clock_gettime", "clock_gettime_ns", "default_timer"}
 TIME_DEFAULT_NOW = {"localtime": 0, "gmtime": 0, "ctime": 0, "asctime": 0, "strftime": 1}  # the clock where the time argument is left out
 SEEDED = {"Random", "default_rng", "RandomState", "Generator", "SeedSequence", "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64", "BitGenerator"}  # deterministic given a seed
-RANDOM_NAMES = {"random", "rand", "randn", "randint", "uniform", "normal", "shuffle", "permutation", "choice", "sample", "random_sample"}
+RANDOM_NAMES = {"random", "rand", "randn", "randint", "uniform", "normal", "shuffle", "permutation", "choice", "sample", "random_sample", "random_state"}
 UNSEEDED_UUIDS = {"uuid1", "uuid4", "getnode"}
 NOW_STRINGS = {"now", "today", "yesterday", "tomorrow"}  # np.datetime64("now"), pd.Timestamp("today"), F.lit("now").cast(...)
 PER_PROCESS = {"hash", "id"}  # str hashes are salted per process; ids are addresses
@@ -164,18 +172,30 @@ class Checker:
             elif isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
                 self.add("outside_language", node, f"from {node.module} import * binds names no rule can see; import each name you use")
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                hidden = [part for part in (*node.module.split("."), *(a.name for a in node.names)) if _private(part) and part != "__future__"]
+                if hidden:
+                    self.add("outside_language", node, f"imports the private name {hidden[0]}")
+                    continue
                 parent = installed_module(node.module)
                 for alias in node.names:
                     value = attribute(parent, alias.name) if parent is not None else None
                     if off_list(value) or (value is not None and not isinstance(value, types.ModuleType) and denied(value)):
                         what = f"the module {value.__name__}, which is not on the import allow-list" if off_list(value) else "a function that reads or writes files, runs a string as code or looks a name up at run time"
                         self.add("outside_language", node, f"from {node.module} import {alias.name} is {what}")
+            elif isinstance(node, ast.Import) and any(_private(part) for alias in node.names for part in alias.name.split(".")):
+                self.add("outside_language", node, "imports a private module")
+            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id.startswith("__") and node.id not in ALLOWED_DUNDER_NAMES:
+                self.add("outside_language", node, f"binds {node.id}, which the interpreter or a library reads as code or metadata")
             elif isinstance(node, ast.MatchClass):
                 for name in node.kwd_attrs:
                     if _private(name):
                         self.add("outside_language", node, f"a match pattern reads the attribute {name}")
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                self._string(node)
+                self._string(node, node.value)
+            elif isinstance(node, (ast.BinOp, ast.JoinedStr)) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("join", "replace", "lower", "upper", "strip")):
+                built = folded_string(node)
+                if built is not None:
+                    self._string(node, built)
             if isinstance(node, (ast.arg, ast.FunctionDef, ast.AsyncFunctionDef, ast.AnnAssign)):
                 annotation = node.returns if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else node.annotation
                 if annotation is not None and any(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in ast.walk(annotation)):
@@ -224,7 +244,8 @@ class Checker:
             if denied(value):
                 self.add("outside_language", node, f"{ast.unparse(node)} reads or writes files, runs a string as code or looks a name up at run time")
                 return
-            why = nondeterministic(value, parent if isinstance(parent, ast.Call) and parent.func is node else None)
+            call = parent if isinstance(parent, ast.Call) and parent.func is node else None
+            why = nondeterministic(value, call, self._given(call) if call is not None else None)
             if why:
                 self.add("not_deterministic", node, f"{ast.unparse(node)} {why}")
                 return
@@ -247,10 +268,64 @@ class Checker:
                 else:
                     self._used_through_call(node, found)
             return
+        if any(isinstance(value, types.FunctionType | type) and (getattr(value, "__module__", "") or "").startswith("numba") for value in self.values(function)):
+            self._numba_strings(node)
+        if isinstance(function, ast.Attribute) and function.attr in BY_NAME_METHODS:
+            named = next((folded_string(a) for a in [*node.args, *(k.value for k in node.keywords)] if folded_string(a) in DENIED_METHODS | DENIED_NAMES), None)
+            if named:
+                self.add("outside_language", node, f".{function.attr}({named!r}) calls {named} by name")
+                return
+        if isinstance(function, ast.Attribute) and function.attr in ("format", "format_map") and folded_string(function.value) is None:
+            self.add("outside_language", node, f".{function.attr}() of a string the rules cannot read: its fields may read any attribute")
+            return
+        if isinstance(function, ast.Attribute) and function.attr == "samples" and not any(k.arg == "seed" and self._non_none(k.value) for k in node.keywords):
+            self.add("not_deterministic", node, f"{ast.unparse(function)}() without a seed draws from the operating system's randomness")
         if isinstance(function, ast.Attribute) and function.attr == "seed" and _given(node) == 0:
             self.add("not_deterministic", node, f"{ast.unparse(function)}() seeds from the operating system's randomness")
-        elif isinstance(function, ast.Attribute) and function.attr == "sample" and not any(k.arg == "random_state" for k in node.keywords) and len(node.args) < 5:
+        elif isinstance(function, ast.Attribute) and function.attr == "sample" and not any(k.arg == "random_state" and self._non_none(k.value) for k in node.keywords) and len(node.args) < 5:
             self.add("not_deterministic", node, f"{ast.unparse(function)}() without random_state draws from NumPy's shared random state")
+
+    def _numba_strings(self, node: ast.Call) -> None:
+        """numba evaluates a signature given as text (`njit("float64(float64)")`, `objmode(y="int64")`) with Python's
+        eval over numba.types and the builtins: only type names and punctuation may appear in it."""
+        import builtins
+
+        for argument in [*node.args, *(k.value for k in node.keywords)]:
+            for item in ast.walk(argument):
+                text = folded_string(item) if isinstance(item, (ast.Constant, ast.BinOp, ast.JoinedStr)) else None
+                if text is None:
+                    continue
+                names = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)
+                bad = next((n for n in names if n.startswith("_") or hasattr(builtins, n)), None)
+                if bad or re.search(r"[^A-Za-z0-9_\[\]\(\),:\s.*>-]", text):
+                    self.add("outside_language", item, f"a numba signature string runs as Python: {text[:60]!r} holds {bad or 'characters no type name has'}")
+                    return
+
+    def _given(self, call: ast.Call) -> int | None:
+        """How many arguments a call surely gives (None, or a module-level name bound to None, not counted); None where
+        `*args` or `**kw` hide them."""
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        return sum(1 for v in [*call.args, *(k.value for k in call.keywords)] if self._non_none(v))
+
+    def _non_none(self, node: ast.AST) -> bool:
+        """A value that is surely not None: a constant other than None, or a module-level name bound only to such constants."""
+        if isinstance(node, ast.Constant):
+            return node.value is not None
+        if isinstance(node, ast.Name):
+            bound = [s.value for s in getattr(self.tree, "body", []) if _simple_binding(s)[0] == node.id]
+            parent = self.parents.get(node)
+            while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                parent = self.parents.get(parent)
+            if parent is not None:  # a parameter whose default is None may well be None
+                arguments = parent.args
+                positional = [*arguments.posonlyargs, *arguments.args]
+                defaults = dict(zip([a.arg for a in positional][len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True))
+                defaults |= {a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is not None}
+                if node.id in defaults:
+                    bound.append(defaults[node.id])
+            return not bound or all(not (isinstance(v, ast.Constant) and v.value is None) for v in bound)
+        return True
 
     def _used_through_call(self, node: ast.Call, found: list[Any]) -> None:
         parent = self.parents.get(node)
@@ -260,13 +335,16 @@ class Checker:
             if denied(value):
                 self.add("outside_language", node, f"{ast.unparse(node)} reads or writes files, runs a string as code or looks a name up at run time")
                 return
-            why = nondeterministic(value, parent if isinstance(parent, ast.Call) and parent.func is node else None)
+            call = parent if isinstance(parent, ast.Call) and parent.func is node else None
+            why = nondeterministic(value, call, self._given(call) if call is not None else None)
             if why:
                 self.add("not_deterministic", node, f"{ast.unparse(node)} {why}")
                 return
 
-    def _string(self, node: ast.Constant) -> None:
-        text = node.value
+    def _string(self, node: ast.AST, text: str) -> None:
+        if "__" in text and any(word not in PUBLIC_DUNDERS for word in re.findall(r"__\w+?__", text)):
+            self.add("outside_language", node, f"the string {text[:60]!r} names a dunder attribute, for a lookup by name")
+            return
         if text.strip().lower() in NOW_STRINGS and text not in self.original_literals:
             self.add("not_deterministic", node, f"{text!r} is read as the current date wherever a date is parsed from it")
             return
@@ -362,7 +440,7 @@ def denied(value: Any) -> bool:
     return getattr(value, "__name__", None) in DENIED_NAMES and callable(value)
 
 
-def nondeterministic(value: Any, call: ast.Call | None) -> str | None:
+def nondeterministic(value: Any, call: ast.Call | None, given: int | None = None) -> str | None:
     """Why `value` (an imported function, class or bound method; `call` where it is called right there) reads the
     clock or draws unseeded randomness, else None."""
     import random
@@ -372,14 +450,14 @@ def nondeterministic(value: Any, call: ast.Call | None) -> str | None:
     module = getattr(value, "__module__", None) or getattr(type(owner), "__module__", "") or ""
     if not isinstance(module, str) or not isinstance(name, str):
         return None
-    given = _given(call) if call is not None else None
+    given = (given if given is not None or call is None else _given(call)) if call is not None else None
     if module == "time" and name in TIME_READERS or module == "timeit" and name == "default_timer":
         return "reads the clock"
     if module == "time" and name in TIME_DEFAULT_NOW and (given is None or given <= TIME_DEFAULT_NOW[name]):
         return "reads the clock when no time is given"
     if isinstance(owner, random.Random) or (module.startswith("numpy.random") and owner is not None and type(owner).__name__ in ("RandomState", "Generator")):
         return "draws from the interpreter's shared random state"
-    randomish = module == "random" or module.startswith(("numpy.random", "cupy.random", "pyarrow"))
+    randomish = module == "random" or module.startswith(("numpy.random", "cupy.random", "pyarrow", "pandas"))
     if name in SEEDED and randomish:
         return "seeds itself from the operating system's randomness" if not given else None
     if randomish and name in RANDOM_NAMES and callable(value) or module == "random" and callable(value):
