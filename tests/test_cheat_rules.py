@@ -310,8 +310,19 @@ HONEST += [
         return x + noise * 0 if parsed.year and stamp and uuid.uuid5(uuid.NAMESPACE_DNS, "a") else x
     """,
 ]
-# numba's own signatures and kernels, maps over dicts built with dict() or a comprehension
+# numba's own signatures and kernels, maps over dicts built with dict() or a comprehension; docstrings and a main
+# guard that spell dunders
 HONEST += [
+    '''
+    """Scales like the original's __call__ did."""
+
+    def evaluate(x):
+        """Returns x doubled (the original's __mul__)."""
+        return x * 2
+
+    if __name__ == "__main__":
+        print(evaluate(pd.Series([1.0])))
+    ''',
     """
     import calendar
     import numba

@@ -190,8 +190,8 @@ class Checker:
                 for name in node.kwd_attrs:
                     if _private(name):
                         self.add("outside_language", node, f"a match pattern reads the attribute {name}")
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                self._string(node, node.value)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and not isinstance(self.parents.get(node), ast.Expr):
+                self._string(node, node.value)  # a string statement (a docstring) is never read by code
             elif isinstance(node, (ast.BinOp, ast.JoinedStr)) or (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("join", "replace", "lower", "upper", "strip")):
                 built = folded_string(node)
                 if built is not None:
@@ -342,7 +342,7 @@ class Checker:
                 return
 
     def _string(self, node: ast.AST, text: str) -> None:
-        if "__" in text and any(word not in PUBLIC_DUNDERS for word in re.findall(r"__\w+?__", text)):
+        if "__" in text and any(word not in PUBLIC_DUNDERS | {"__main__"} for word in re.findall(r"__\w+?__", text)):
             self.add("outside_language", node, f"the string {text[:60]!r} names a dunder attribute, for a lookup by name")
             return
         if text.strip().lower() in NOW_STRINGS and text not in self.original_literals:
