@@ -49,8 +49,9 @@ def main() -> None:
             result = audit_candidate(root, pool, made[entry.udf], entry.name, hidden_rows_count=args.hidden_rows, watched_rows=WATCHED_ROWS[entry.target])
             blocking = [f for f in result.findings if f.severity == "block"]
             checks = sorted({f.check for f in blocking if f.rule == entry.expect})
-            results.append((entry, result.verdict, {f.rule for f in blocking}, checks, result.duration_s))
-            print(f"{entry.id}: {result.verdict} {sorted({f.rule for f in blocking})}", file=sys.stderr)
+            rules = {f.rule for f in blocking} | ({"unequal"} if result.comparison.equal is False else set())  # `unequal` is caught by the comparison
+            results.append((entry, result.verdict, rules, checks, result.duration_s))
+            print(f"{entry.id}: {result.verdict} {sorted(rules)}", file=sys.stderr)
     finally:
         pool.close()
     print(tables(results))
