@@ -131,6 +131,7 @@ CAUGHT["outside_language"] = [
     "from random import _os\n",
     "from numpy.lib import _npyio_impl\n",
     "import numba\n@numba.njit(\"int64(__import__('os'))\")\ndef f(x):\n    return x\n",
+    "import numba\n@numba.njit\ndef f(v):\n    with numba.objmode(y='print(1) or float64'):\n        y = 2.0\n    return v * y\n",
     "from numba import types\nGETENV = types.ExternalFunction('getenv', types.voidptr(types.voidptr))\n",
     "from pandas.compat import pickle_compat\n",
     "def evaluate(x):\n    return x.to_frame().agg('eval', 0, expr='x + 1')\n",

@@ -268,7 +268,7 @@ class Checker:
                 else:
                     self._used_through_call(node, found)
             return
-        if any(isinstance(value, types.FunctionType | type) and (getattr(value, "__module__", "") or "").startswith("numba") for value in self.values(function)):
+        if any(_from_numba(value) for value in self.values(function)):
             self._numba_strings(node)
         if isinstance(function, ast.Attribute) and function.attr in BY_NAME_METHODS:
             named = next((folded_string(a) for a in [*node.args, *(k.value for k in node.keywords)] if folded_string(a) in DENIED_METHODS | DENIED_NAMES), None)
@@ -364,6 +364,14 @@ class Checker:
     def _called(self, node: ast.AST) -> bool:
         parent = self.parents.get(node)
         return isinstance(parent, ast.Call) and parent.func is node
+
+
+def _from_numba(value: Any) -> bool:
+    """A function, class or object of numba's (njit, vectorize, cuda.jit, objmode), whose text arguments may be eval'd."""
+    if value is None or isinstance(value, types.ModuleType):
+        return False
+    module = getattr(value, "__module__", None) if isinstance(value, types.FunctionType | type) else type(value).__module__
+    return isinstance(module, str) and module.startswith("numba")
 
 
 def _private(name: str) -> bool:
