@@ -409,7 +409,8 @@ class _Watched:
 
         Watched outputs that differ are a finding of their own when the comparison found the
         candidate equal: it then behaves differently under watch, or only at the batch sizes the
-        watched runs use. When the comparison already failed, they are more of the same.
+        watched runs use. When the comparison already failed, they are more of the same, unless only the runs in other
+        batch layouts differ (then they name the cause: batch_dependent).
         """
         file = self.file
         try:
@@ -476,7 +477,9 @@ class _Watched:
             self.events += parse(at_job.events)
             runs["job"] = {"outputs": at_job.outputs}
         differences = self._compared_with_original(runs)
-        if compared_equal:
+        # With the comparison already failed, differing watched outputs are more of the same, unless only the runs in
+        # other batch layouts differ while every single-batch run is right: that names the cause, batch dependence.
+        if compared_equal or (differences and all(f.rule == "batch_dependent" for f in differences)):
             findings += differences
         left_threads = max(run.get("threads_left", 0) for run in runs.values())
         left_children = max(run.get("children_left", 0) for run in runs.values())
