@@ -238,17 +238,7 @@ class Checker:
         if any(isinstance(value, types.ModuleType) for value in found) and not (as_base or aliased or looked_up):
             self.add("outside_language", node, f"uses the module {ast.unparse(node)} as a value; a module may only be used as {ast.unparse(node)}.name")
             return
-        for value in found:
-            if value is None or isinstance(value, types.ModuleType):
-                continue
-            if denied(value):
-                self.add("outside_language", node, f"{ast.unparse(node)} reads or writes files, runs a string as code or looks a name up at run time")
-                return
-            call = parent if isinstance(parent, ast.Call) and parent.func is node else None
-            why = nondeterministic(value, call, self._given(call) if call is not None else None)
-            if why:
-                self.add("not_deterministic", node, f"{ast.unparse(node)} {why}")
-                return
+        self._objects(node, found)
 
     def _call(self, node: ast.Call) -> None:
         function = node.func
@@ -266,7 +256,7 @@ class Checker:
                     module = next(value for value in found if off_list(value))
                     self.add("outside_language", node, f"{function.id}({ast.unparse(node.args[0])}, {name!r}) is the module {module.__name__}, which is not on the import allow-list")
                 else:
-                    self._used_through_call(node, found)
+                    self._objects(node, found)
             return
         if any(_from_numba(value) for value in self.values(function)):
             self._numba_strings(node)
@@ -327,7 +317,8 @@ class Checker:
             return not bound or all(not (isinstance(v, ast.Constant) and v.value is None) for v in bound)
         return True
 
-    def _used_through_call(self, node: ast.Call, found: list[Any]) -> None:
+    def _objects(self, node: ast.expr, found: list[Any]) -> None:
+        """A denied object is refused wherever it is named (`np.load`, `getattr(np, "load")`); so are the clock and randomness."""
         parent = self.parents.get(node)
         for value in found:
             if value is None or isinstance(value, types.ModuleType):
