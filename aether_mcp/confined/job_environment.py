@@ -4,7 +4,9 @@ A candidate that can tell a judged run from the job can be right only when judge
 first candidate loads in a process (a Spark Python worker, the process that runs a sql `build()`, a
 benchmark child), `as_in_a_job()` settles what the harness itself still needs from its variables
 (the backend), then removes every `AETHER_*` variable, and names the process's script as PySpark's
-own daemon names it. The folders a confined process works in are plain temporary folders (see
+own daemon names it (in `sys.argv` and `sys.orig_argv`; the kernel's copies under /proc, like
+every other part of the process layout there and under /sys, are refused to agent code by the
+watch). The folders a confined process works in are plain temporary folders (see
 aether_mcp.processes.confinement.Scratch), so no path names the harness either.
 """
 
@@ -31,3 +33,7 @@ def as_in_a_job() -> None:
         from pyspark import daemon
 
         sys.argv[0] = daemon.__file__
+        started = getattr(sys, "orig_argv", [])  # the interpreter's own command line, as `python -m` was given it
+        for index, part in enumerate(started):
+            if part == "aether_mcp.confined.python_daemon":
+                started[index] = "pyspark.daemon"

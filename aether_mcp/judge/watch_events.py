@@ -33,6 +33,8 @@ RULES = {
     "object.__setattr__": "tampering",
     "object.__delattr__": "tampering",
     "import": "unexpected_import",
+    "os.listdir": "reads_forbidden",
+    "os.scandir": "reads_forbidden",
     "os.putenv": "tampering",
     "os.unsetenv": "tampering",
 }
