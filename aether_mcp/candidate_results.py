@@ -62,6 +62,18 @@ def current_results(workspace: Workspace, kind: Kind, name: str) -> list[dict[st
     return [entry for entry in _history(_read(_path(workspace, kind)).get(name)) if _matches(entry, now)]
 
 
+def passed_bytes(workspace: Workspace, name: str, candidate_digest: str) -> bool:
+    """Whether audit_candidate passed candidate `name` with exactly these bytes (by SHA-256) against the
+    original as it is now, with no disproof of those bytes recorded since: an earlier version that
+    try_optimization sends beside the current one is held to what its own audit found."""
+    original = _digest(workspace.path / ORIGINAL_MODULE)
+    judged = [
+        entry for entry in _history(_read(_path(workspace, "audits")).get(name))
+        if entry.get("candidate_digest") == candidate_digest and entry.get("original_digest", original) == original
+    ]
+    return bool(judged) and _positive("audits", strongest("audits", judged))
+
+
 def shown(workspace: Workspace, kind: Kind, name: str) -> tuple[dict[str, Any] | None, bool]:
     """(the result to show for `name`, stale): the strongest current one, else the latest one (stale)."""
     current = current_results(workspace, kind, name)

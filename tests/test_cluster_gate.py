@@ -95,3 +95,38 @@ def test_local_mode_needs_no_audit_and_the_pinned_bytes_are_the_ones_sent(root, 
     (Path(workspace) / "candidate" / "fee.py").write_text(VECTORIZED_CANDIDATE.replace("* 2", "* 3"))
     with pytest.raises(confined_child.ChangedSinceAudit, match="candidate/fee.py changed after the audit that passed it"):
         confined_child.sources(fee, "candidate:fee", pinned=pinned)
+
+
+def test_the_best_version_timed_beside_the_candidate_on_a_cluster_needs_a_pass_of_its_own_bytes(root, workspace, fee, tmp_path):
+    # try_optimization times the best version so far beside the attempt: both reach the cluster's executors
+    best = tmp_path / "best"
+    (best / "candidate").mkdir(parents=True)
+    older = VECTORIZED_CANDIDATE.replace("* 2", "* 2.0")
+    (best / "candidate" / "fee.py").write_text(older)
+    _record(fee, "PASS")
+    pinned = passed_here_for(fee, "fee", REMOTE, "the benchmark")
+
+    def passed(digest):
+        return candidate_results.passed_bytes(fee, "fee", digest)
+
+    # the best version's bytes were never audited here: the request is never built
+    with pytest.raises(confined_child.ChangedSinceAudit, match="the best version of candidate/fee.py, timed beside it, has no audit here that passed its bytes") as refused:
+        confined_child.sources(fee, "candidate:fee", best, pinned=pinned, best_passed=passed)
+    assert "run audit_candidate on it" in refused.value.next_step
+
+    # once an audit passed those bytes (as try_optimization's own audit does when it keeps a version), they travel
+    current = (Path(workspace) / "candidate" / "fee.py").read_text()
+    (Path(workspace) / "candidate" / "fee.py").write_text(older)
+    _record(fee, "PASS")
+    (Path(workspace) / "candidate" / "fee.py").write_text(current)
+    sent = confined_child.sources(fee, "candidate:fee", best, pinned=pinned, best_passed=passed)
+    assert sent["best"]["source"] == older and sent["candidate"]["source"] == current
+
+    # a later disproof of those same bytes outweighs the PASS
+    (Path(workspace) / "candidate" / "fee.py").write_text(older)
+    _record(fee, "FAIL")
+    (Path(workspace) / "candidate" / "fee.py").write_text(current)
+    with pytest.raises(confined_child.ChangedSinceAudit):
+        confined_child.sources(fee, "candidate:fee", best, pinned=pinned, best_passed=passed)
+    # local mode pins nothing: the best version travels as it is (every process that runs it is confined here)
+    assert confined_child.sources(fee, "candidate:fee", best)["best"]["source"] == older

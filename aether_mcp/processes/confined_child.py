@@ -36,13 +36,21 @@ class ChildRun:
 
 
 class ChangedSinceAudit(Exception):
-    """The candidate's bytes are not the ones its audit passed."""
+    """The candidate's bytes are not the ones its audit passed; `next_step` says what to do."""
+
+    def __init__(self, message: str, next_step: str = "Audit the new bytes (audit_candidate), then run this again.") -> None:
+        super().__init__(message)
+        self.next_step = next_step
 
 
-def sources(workspace: Workspace, target: str, best: Path | None = None, pinned: str | None = None) -> dict[str, Any]:
+def sources(
+    workspace: Workspace, target: str, best: Path | None = None, pinned: str | None = None, best_passed: Callable[[str], bool] | None = None,
+) -> dict[str, Any]:
     """The request part that replaces reading the workspace: config, original, candidate (and a best version).
 
     `pinned`: the SHA-256 the candidate's bytes must have (the ones an audit passed), else ChangedSinceAudit.
+    `best_passed`: with `pinned`, whether an audit passed the best version's bytes (by SHA-256), else
+    ChangedSinceAudit: both versions reach executors this machine does not confine.
     """
     name = target.removeprefix("candidate:")
     path = candidate_path(workspace, target)
@@ -56,8 +64,14 @@ def sources(workspace: Workspace, target: str, best: Path | None = None, pinned:
         "candidate": {"source": data.decode("utf-8"), "filename": str(path)},
     }
     if best is not None:
+        best_data = (best / CANDIDATE_DIR / f"{name}.py").read_bytes()
+        if pinned is not None and (best_passed is None or not best_passed(hashlib.sha256(best_data).hexdigest())):
+            raise ChangedSinceAudit(
+                f"the best version of candidate/{name}.py, timed beside it, has no audit here that passed its bytes against the original as it is",
+                "Restore the best version (revert to its snapshot; list_snapshots shows it), run audit_candidate on it, then try again.",
+            )
         # the best version keeps the candidate's own label, so its findings and tracebacks read the same
-        found["best"] = {"source": (best / CANDIDATE_DIR / f"{name}.py").read_text(encoding="utf-8"), "filename": str(path)}
+        found["best"] = {"source": best_data.decode("utf-8"), "filename": str(path)}
     return found
 
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import bench_data, deviations
+from aether_mcp import bench_data, candidate_results, deviations
 from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.bench_stats import bootstrap_paired_ci, paired_speedup
@@ -312,9 +312,9 @@ def _run_application(
     chosen = master or opened.config.benchmark.master or opened.config.spark.master
     pinned = passed_here_for(opened, target.removeprefix("candidate:"), chosen, "the benchmark")
     try:
-        given = confined_child.sources(opened, target, best, pinned=pinned)
+        given = confined_child.sources(opened, target, best, pinned=pinned, best_passed=lambda digest: candidate_results.passed_bytes(opened, target.removeprefix("candidate:"), digest))
     except confined_child.ChangedSinceAudit as exc:
-        raise ToolError(f"{exc}; nothing ran on {chosen}. Audit the new bytes (audit_candidate), then run this again.") from None
+        raise ToolError(f"{exc}; nothing ran on {chosen}. {exc.next_step}") from None
     folder = _new_run_folder(opened)
     request = {
         **given,
