@@ -331,7 +331,7 @@ def from_arrow(column: Any) -> Any:
     current = active()
     if current.name == "gpu" and current.xdf is not None:
         return current.xdf.Series.from_arrow(column)
-    from aether_mcp.arrow_udf import column_to_series
+    from aether_mcp.arrow_pandas import column_to_series
 
     return column_to_series(column)
 
@@ -342,7 +342,7 @@ def to_arrow(result: Any, arrow_type: Any) -> Any:
     A struct result may be a DataFrame with one column per field (PySpark's convention; no row of
     it is a null struct) or a struct Series (`struct`, which can hold null structs).
     """
-    from aether_mcp.arrow_udf import frame_to_struct, series_to_arrow
+    from aether_mcp.arrow_pandas import frame_to_struct, series_to_arrow
 
     current = active()
     if current.name == "gpu":

@@ -43,12 +43,12 @@ from aether_mcp.tools import (
     project_scan,
     snapshots,
     spec_strength,
-    test_audit,
-    test_runs,
+    suite_audit,
+    suite_runs,
     workspaces,
 )
 from aether_mcp.workspace import SparkConfig
-from aether_mcp.workspace_derivation import DEFAULT_SPARK_CONF
+from aether_mcp.workspace.derivation import DEFAULT_SPARK_CONF
 
 INSTRUCTIONS = """\
 aether-mcp converts a PySpark Python UDF into a faster equivalent (Spark SQL, vectorized
@@ -332,8 +332,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
         ctx: Context,
         timeout_s: Annotated[int | None, Field(ge=1, le=3600, description="hard limit for the whole run, in seconds")] = None,
         backend: BackendArg = None,
-    ) -> test_runs.RunTestsResult:
-        return await _in_thread(ctx, partial(test_runs.run_tests, sandbox, pool, workspace, target, timeout_s=timeout_s, backend=backend))
+    ) -> suite_runs.RunTestsResult:
+        return await _in_thread(ctx, partial(suite_runs.run_tests, sandbox, pool, workspace, target, timeout_s=timeout_s, backend=backend))
 
     @server.tool(
         name="coverage_report",
@@ -393,8 +393,8 @@ def build_server(root: str, *, workers: WorkerPool | None = None, warm_start: bo
             "flags tests that still pass. Returns up to 50 findings (the rest counted and in record_path) with file, line, test, why it matters and the fix."
         ),
     )
-    async def audit_tests(workspace: WorkspaceArg, ctx: Context) -> test_audit.AuditTestsResult:
-        return await _in_thread(ctx, _scoped(test_audit.audit_tests, sandbox, pool, workspace))
+    async def audit_tests(workspace: WorkspaceArg, ctx: Context) -> suite_audit.AuditTestsResult:
+        return await _in_thread(ctx, _scoped(suite_audit.audit_tests, sandbox, pool, workspace))
 
     @server.tool(
         name="justify",

@@ -26,7 +26,7 @@ from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.wire.value_codec import Raised
 from aether_mcp.workspace import CANDIDATE_DIR, STATE_DIR, TESTS_DIR, Workspace
-from aether_mcp.workspace_derivation import rederive
+from aether_mcp.workspace.derivation import rederive
 
 GIT_TIMEOUT_S = 30
 CASES_SHOWN = 5

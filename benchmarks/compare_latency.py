@@ -56,7 +56,7 @@ def main() -> None:
     from aether_mcp.tools.byte_compare import byte_compare
     from aether_mcp.tools.cheat_audit import audit_candidate
     from aether_mcp.workspace import SparkConfig
-    from aether_mcp.workspace_derivation import DEFAULT_SPARK_CONF
+    from aether_mcp.workspace.derivation import DEFAULT_SPARK_CONF
 
     results, micro, audits = [], [], []
     for example, udf, arg_types, candidate in EXAMPLES:

@@ -29,7 +29,7 @@ from aether_mcp import backend
 from aether_mcp.parsers import device_counters, nsys_report
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import benchmarking, byte_compare, cheat_audit, device_proof, files, profiling, workspaces
-from aether_mcp.tools.test_runs import run_tests
+from aether_mcp.tools.suite_runs import run_tests
 from aether_mcp.workspace import Workspace
 
 GEO_TYPES = {"lat1": "double", "lon1": "double", "lat2": "double", "lon2": "double"}

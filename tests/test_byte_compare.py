@@ -13,7 +13,7 @@ from aether_mcp.judge.compare import Difference
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, workspaces
 from aether_mcp.tools.byte_compare import MISMATCHES_PER_SOURCE, _examples, byte_compare
-from aether_mcp.tools.test_runs import run_tests
+from aether_mcp.tools.suite_runs import run_tests
 
 pytestmark = pytest.mark.slow
 

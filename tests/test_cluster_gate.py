@@ -17,13 +17,12 @@ import pytest
 from conftest import VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp import candidate_results
 from aether_mcp.processes import confined_child
 from aether_mcp.tools import workspaces
 from aether_mcp.tools.benchmarking import BENCH_DIR, run_benchmark, tune_arrow_batch
 from aether_mcp.tools.cheat_audit import passed_here_for
 from aether_mcp.tools.data_validation import VALIDATE_DIR, validate_on_data
-from aether_mcp.workspace import Workspace
+from aether_mcp.workspace import Workspace, candidate_results
 
 REMOTE = "spark://127.0.0.1:9"  # never reached: every call below is refused before a Spark application starts
 GATE = r"would run candidate 'fee' on executors outside this machine's confinement, so a candidate runs there only after audit_candidate has passed it here"

@@ -96,7 +96,7 @@ def test_the_recommended_wiring_runs_in_a_spark_job(root, workspace, tmp_path):
 
 
 def _verified(opened: Workspace, name: str, rows: int = 20_000) -> None:
-    from aether_mcp import candidate_results
+    from aether_mcp.workspace import candidate_results
 
     candidate_results.record(opened, "compares", name, {"equal": True, "rows_compared": rows, "evidence": "", "mismatched": 0, "result_path": f"/runs/{name}/compare.json"})
     candidate_results.record(opened, "audits", name, {"verdict": "PASS", "blocking": 0, "comparison_equal": True, "rows_compared": rows, "result_path": f"/runs/{name}/audit.json"})
@@ -153,7 +153,7 @@ def test_report_ships_the_fastest_verified_candidate(root, workspace):
 
 
 def test_a_candidate_restored_byte_for_byte_is_not_stale(root, workspace):
-    from aether_mcp import candidate_results
+    from aether_mcp.workspace import candidate_results
 
     opened = Workspace.open(root, workspace)
     path = opened.path / "candidate" / "fee.py"
@@ -176,8 +176,8 @@ def test_records_edited_by_hand_or_forged_are_ignored_and_said_so(root, workspac
 
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from aether_mcp import candidate_results
     from aether_mcp.tools.job_conversion import apply_conversion
+    from aether_mcp.workspace import candidate_results
 
     opened = Workspace.open(root, workspace)
     (opened.path / "candidate" / "fee.py").write_text(STEPPED_SQL)
@@ -203,7 +203,7 @@ def test_records_edited_by_hand_or_forged_are_ignored_and_said_so(root, workspac
 
 
 def test_report_shows_the_strongest_comparison_on_the_current_content(root, workspace):
-    from aether_mcp import candidate_results
+    from aether_mcp.workspace import candidate_results
 
     opened = Workspace.open(root, workspace)
     (opened.path / "candidate" / "fee.py").write_text(STEPPED_SQL)
@@ -215,7 +215,7 @@ def test_report_shows_the_strongest_comparison_on_the_current_content(root, work
 
 
 def test_a_mismatch_outweighs_later_equal_runs_on_the_same_content(root, workspace):
-    from aether_mcp import candidate_results
+    from aether_mcp.workspace import candidate_results
 
     opened = Workspace.open(root, workspace)
     (opened.path / "candidate" / "fee.py").write_text(STEPPED_SQL)

@@ -7,7 +7,7 @@ from conftest import EXAMPLE_UDFS, EXAMPLES
 
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, workspaces
-from aether_mcp.tools.test_runs import run_tests
+from aether_mcp.tools.suite_runs import run_tests
 
 pytestmark = pytest.mark.slow
 

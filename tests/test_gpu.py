@@ -19,7 +19,7 @@ from conftest import EXAMPLES, REPO
 from aether_mcp.parsers import device_counters
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import benchmarking, byte_compare, cheat_audit, files, workspaces
-from aether_mcp.tools.test_runs import run_tests
+from aether_mcp.tools.suite_runs import run_tests
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 

@@ -23,7 +23,8 @@ from pyspark.sql import Row
 from pyspark.sql import types as T
 
 from aether_mcp import backend
-from aether_mcp.arrow_udf import column_to_series, run_on_arrow, series_to_arrow
+from aether_mcp.arrow_pandas import column_to_series, series_to_arrow
+from aether_mcp.arrow_udf import run_on_arrow
 from aether_mcp.input_json import from_json_row, to_json_row
 from aether_mcp.judge.compare import classify, difference
 from aether_mcp.judge.edge_inputs import edge_values
@@ -38,8 +39,8 @@ from aether_mcp.tools import case_recording, files, spec_strength, workspaces
 from aether_mcp.tools.benchmarking import generate_data, run_benchmark
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.cheat_audit import audit_candidate
-from aether_mcp.tools.test_audit import _canary
-from aether_mcp.tools.test_runs import run_tests
+from aether_mcp.tools.suite_audit import _canary
+from aether_mcp.tools.suite_runs import run_tests
 from aether_mcp.wire import value_codec
 from aether_mcp.wire.value_codec import Struct
 from aether_mcp.workspace import UdfArgConfig, UdfConfig, WorkspaceConfig

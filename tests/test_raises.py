@@ -6,13 +6,14 @@ import pytest
 from conftest import SQL_CANDIDATE, VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp import bench_data, workspace_derivation
+from aether_mcp import bench_data
 from aether_mcp.judge.compare import RAISE_KIND
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import deviation_records, files, workspaces
 from aether_mcp.tools.benchmarking import run_benchmark
 from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.cheat_audit import audit_candidate
+from aether_mcp.workspace import derivation
 
 pytestmark = pytest.mark.slow
 
@@ -191,7 +192,7 @@ def test_an_argument_the_job_passes_as_a_literal_is_generated_at_that_literal(tm
     call_line = next(number for number, line in enumerate(LITERAL_JOB.splitlines(), 1) if "F.lit(7)" in line)
     assert res.values == [7] and res.values_from.endswith(f"(line {call_line})"), res
     opened = workspaces.Workspace.open_intact(root, created.workspace)
-    assert workspace_derivation.rederive(root, opened.path, opened.config).matches
+    assert derivation.rederive(root, opened.path, opened.config).matches
     files.write_file(root, created.workspace, "candidate/label.py", LABEL_SQL)
     result = byte_compare(root, workers, created.workspace, "label", hidden_rows=1000)
     # at res 7 the original never raises, so every hidden row is evidence
@@ -203,7 +204,7 @@ def test_an_argument_the_job_passes_as_a_literal_is_generated_at_that_literal(tm
     widened = workspaces.init_workspace(root, "jobs/cells.py", "cell_label", workspace="aether_workspaces/widened", whole_domain=["res"])
     assert widened.udf.args[2].values is None and widened.udf.args[2].values_from.startswith("widened")
     opened_wide = workspaces.Workspace.open_intact(root, widened.workspace)
-    assert workspace_derivation.rederive(root, opened_wide.path, opened_wide.config).matches
+    assert derivation.rederive(root, opened_wide.path, opened_wide.config).matches
     files.write_file(root, widened.workspace, "candidate/label.py", LABEL_SQL)
     wide = byte_compare(root, workers, widened.workspace, "label", hidden_rows=1000)
     assert wide.original_raised.count > 500 and wide.policy.argument_domains == []

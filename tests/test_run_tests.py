@@ -8,7 +8,7 @@ from conftest import SQL_CANDIDATE, VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.tools import files, workspaces
-from aether_mcp.tools.test_runs import run_tests
+from aether_mcp.tools.suite_runs import run_tests
 
 pytestmark = pytest.mark.slow
 

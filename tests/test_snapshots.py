@@ -81,8 +81,7 @@ def test_a_snapshot_never_restores_onto_protected_paths(root, workspace):
     import json
     import os
 
-    from aether_mcp import snapshot_store
-    from aether_mcp.workspace import Workspace
+    from aether_mcp.workspace import Workspace, snapshot_store
 
     ws = Path(workspace)
     opened = Workspace.open_intact(root, workspace)

@@ -11,7 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.tools import byte_compare, case_recording, files, freezing, spec_strength, test_audit, test_runs, workspaces
+from aether_mcp.tools import byte_compare, case_recording, files, freezing, spec_strength, suite_audit, suite_runs, workspaces
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +55,7 @@ def test_suggest_inputs_then_record_cases_closes_the_gaps(tmp_path, workers):
     case_recording.record_cases(root, workers, ws, [s.args for s in suggestions], why="suggested")
     assert spec_strength.coverage_report(root, workers, ws).gate.status == "pass"
     assert spec_strength.mutation_score(root, workers, ws).score >= 0.8
-    assert test_runs.run_tests(root, workers, ws, "original").failed == 0
+    assert suite_runs.run_tests(root, workers, ws, "original").failed == 0
 
 
 def test_a_mutant_a_simple_row_kills_is_not_likely_equivalent_and_suggestions_are_new_rows(tmp_path, workers):
@@ -91,7 +91,7 @@ def test_record_cases_records_real_outputs_exceptions_and_skips_duplicates(root,
     assert result.duplicates == [[3.0, True]] and result.cases_total == 8
     text = (Path(workspace) / "tests" / "cases.py").read_text()
     assert '"args": [3.0, True], "expected": 12.98' in text and '"raises": \'ValueError\'' in text and 'float("nan")' in text
-    assert test_runs.run_tests(root, workers, workspace, "original").failed == 0
+    assert suite_runs.run_tests(root, workers, workspace, "original").failed == 0
     with pytest.raises(ToolError, match=r"input 0, argument 'weight' \(double\): 'heavy' is not a value of that type"):
         case_recording.record_cases(root, workers, workspace, [["heavy", True]])
     with pytest.raises(ToolError, match="inputs is empty"):
@@ -143,18 +143,18 @@ def test_freeze_refuses_until_the_gates_hold_then_pins_the_tests(tmp_path, worke
         freezing.freeze_tests(root, ws)
     files.write_file(root, ws, "tests/cases.py", (EXAMPLES / "loyalty_pricing" / "cases.py").read_text())
     files.write_file(root, ws, "candidate/c.py", (EXAMPLES / "loyalty_pricing" / "candidates" / "discount_sql.py").read_text())
-    test_runs.run_tests(root, workers, ws, "original")
+    suite_runs.run_tests(root, workers, ws, "original")
     spec_strength.coverage_report(root, workers, ws)
     mutation = spec_strength.mutation_score(root, workers, ws)
     for survivor in mutation.survivors:
         spec_strength.justify(root, ws, f"mutant:{survivor.mutant_id}", "equivalent: the change never alters a rounded cent")
     frozen = freezing.freeze_tests(root, ws)
     assert frozen.cases == 26 and frozen.files == ["tests/cases.py", "tests/test_behaviour.py"]
-    assert test_runs.run_tests(root, workers, ws, "candidate:c").passed == 26
+    assert suite_runs.run_tests(root, workers, ws, "candidate:c").passed == 26
 
     # Weakening the spec to let a candidate through is refused, never silent.
     files.write_file(root, ws, "tests/cases.py", "CASES = []\n")
-    for check in (lambda: test_runs.run_tests(root, workers, ws, "candidate:c"), lambda: byte_compare.byte_compare(root, workers, ws, "c", hidden_rows=100)):
+    for check in (lambda: suite_runs.run_tests(root, workers, ws, "candidate:c"), lambda: byte_compare.byte_compare(root, workers, ws, "c", hidden_rows=100)):
         with pytest.raises(ToolError, match="the tests are frozen and these files changed since: tests/cases.py"):
             check()
     with pytest.raises(ToolError, match="the tests are frozen .*record_cases would change them"):
@@ -171,7 +171,7 @@ def test_a_freeze_record_edited_or_deleted_outside_the_server_is_detected(tmp_pa
     root, ws = example_workspace(tmp_path, "loyalty_pricing", "loyalty_discount", {"age": "int"})
     files.write_file(root, ws, "tests/cases.py", (EXAMPLES / "loyalty_pricing" / "cases.py").read_text())
     files.write_file(root, ws, "candidate/c.py", SQL_CANDIDATE)
-    test_runs.run_tests(root, workers, ws, "original")
+    suite_runs.run_tests(root, workers, ws, "original")
     spec_strength.coverage_report(root, workers, ws)
     for survivor in spec_strength.mutation_score(root, workers, ws).survivors:
         spec_strength.justify(root, ws, f"mutant:{survivor.mutant_id}", "equivalent: the change never alters a rounded cent")
@@ -198,13 +198,13 @@ WEAK_TESTS = {
 
 
 def test_audit_flags_each_weak_pattern_and_nothing_in_good_tests(root, workspace, workers):
-    clean = test_audit.audit_tests(root, workers, workspace)
+    clean = suite_audit.audit_tests(root, workers, workspace)
     assert clean.clean and clean.tests_reviewed == 1, clean.findings
     for rule, source in WEAK_TESTS.items():
         files.write_file(root, workspace, f"tests/test_{rule}.py", source)
     cases = Path(workspace) / "tests" / "cases.py"
     cases.write_text(cases.read_text().replace("CASES = [", 'CASES = [\n    {"args": [1.0, False], "expected": 4.99, "why": "again"},'))
-    findings = test_audit.audit_tests(root, workers, workspace).findings
+    findings = suite_audit.audit_tests(root, workers, workspace).findings
     by_file = {}
     for finding in findings:
         by_file.setdefault(finding.file, set()).add(finding.rule)
@@ -220,7 +220,7 @@ def test_audit_flags_each_weak_pattern_and_nothing_in_good_tests(root, workspace
 def test_audit_tests_lists_fifty_findings_and_writes_every_one_to_its_record(root, workspace, workers):
     body = "".join(f"def test_arithmetic_{n}():\n    assert {n} * 2 == {n * 2}\n\n\n" for n in range(60))
     files.write_file(root, workspace, "tests/test_many.py", body)
-    result = test_audit.audit_tests(root, workers, workspace)
+    result = suite_audit.audit_tests(root, workers, workspace)
     every = json.loads(Path(result.record_path).read_text(encoding="utf-8"))
     assert len(result.findings) == 50 and result.findings_left_out == len(every) - 50 >= 60 - 50 and not result.clean
     assert [f.model_dump() for f in result.findings] == every[:50]  # the same order: file, line, rule

@@ -7,25 +7,25 @@ from pathlib import Path
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp import udf_extraction
+from aether_mcp import extraction
 from aether_mcp.spark_types import type_name
 
 
-def extract(tmp_path: Path, source: str, name: str) -> udf_extraction.ExtractedUdf:
+def extract(tmp_path: Path, source: str, name: str) -> extraction.ExtractedUdf:
     path = tmp_path / "job.py"
     path.write_text(textwrap.dedent(source))
-    text, tree = udf_extraction.read_source(path, "job.py")
-    definition = udf_extraction.select_udf(udf_extraction.find_udfs(tree), name, "job.py")
-    return udf_extraction.extract_udf(text, tree, definition, "job.py")
+    text, tree = extraction.read_source(path, "job.py")
+    definition = extraction.select_udf(extraction.find_udfs(tree), name, "job.py")
+    return extraction.extract_udf(text, tree, definition, "job.py")
 
 
-def run_extracted(extracted: udf_extraction.ExtractedUdf, *args):
+def run_extracted(extracted: extraction.ExtractedUdf, *args):
     namespace: dict = {"__name__": "extracted"}
     exec(compile(extracted.module_source, "udf.py", "exec"), namespace)
     return namespace[extracted.definition.function_name](*args)
 
 
-def top_level_names(extracted: udf_extraction.ExtractedUdf) -> set[str]:
+def top_level_names(extracted: extraction.ExtractedUdf) -> set[str]:
     names = set()
     for node in ast.parse(extracted.module_source).body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -364,15 +364,15 @@ def test_non_python_files_are_refused(tmp_path):
     binary = tmp_path / "data.bin"
     binary.write_bytes(b"\x00\x01\x02")
     with pytest.raises(ToolError, match="is not Python"):
-        udf_extraction.read_source(binary, "data.bin")
+        extraction.read_source(binary, "data.bin")
     latin = tmp_path / "latin.py"
     latin.write_bytes("x = 'caf\xe9'\n".encode("latin-1"))
     with pytest.raises(ToolError, match="not UTF-8"):
-        udf_extraction.read_source(latin, "latin.py")
+        extraction.read_source(latin, "latin.py")
     csv = tmp_path / "data.csv"
     csv.write_text("a,b\n1,2 3\n")
     with pytest.raises(ToolError, match="data.csv is not Python"):
-        udf_extraction.read_source(csv, "data.csv")
+        extraction.read_source(csv, "data.csv")
 
 
 def test_udf_wrapping_a_function_from_a_library_is_refused_saying_where_it_comes_from(tmp_path):

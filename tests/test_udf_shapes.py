@@ -20,7 +20,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 from shapes.catalog import SHAPES, Outcome, run_shape
 
-from aether_mcp import udf_extraction, workspace_derivation
+from aether_mcp import extraction
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, spec_strength, workspaces
 from aether_mcp.tools.benchmarking import micro_benchmark, run_benchmark
@@ -28,7 +28,7 @@ from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.cheat_audit import audit_candidate
 from aether_mcp.tools.conversion_report import wiring
 from aether_mcp.tools.profiling import nsys_profile
-from aether_mcp.workspace import Workspace
+from aether_mcp.workspace import Workspace, derivation
 
 GLOBAL_SET_JOB = '''
 from pyspark.sql.functions import udf
@@ -92,11 +92,11 @@ def _root(tmp_path: Path, **sources: str) -> SandboxRoot:
     return SandboxRoot(tmp_path)
 
 
-def _extract(tmp_path: Path, source: str, name: str) -> udf_extraction.ExtractedUdf:
+def _extract(tmp_path: Path, source: str, name: str) -> extraction.ExtractedUdf:
     path = tmp_path / "extract_me.py"
     path.write_text(textwrap.dedent(source))
-    text, tree = udf_extraction.read_source(path, "extract_me.py")
-    return udf_extraction.extract_udf(text, tree, udf_extraction.select_udf(udf_extraction.find_udfs(tree), name, "extract_me.py"), "extract_me.py")
+    text, tree = extraction.read_source(path, "extract_me.py")
+    return extraction.extract_udf(text, tree, extraction.select_udf(extraction.find_udfs(tree), name, "extract_me.py"), "extract_me.py")
 
 
 def test_star_imports_travel_with_the_udf_that_needs_them(tmp_path):
@@ -115,10 +115,10 @@ def test_a_local_module_the_udf_imports_is_carried_into_the_reference_and_its_di
     config = Workspace.open(root, created.workspace).config
     assert config.udf.modules == {"patterns.py": hashlib.sha256((tmp_path / "patterns.py").read_bytes()).hexdigest()}
     assert any("patterns.py" in note and "sha256" in note for note in created.notes)
-    assert workspace_derivation.rederive(root, Path(created.workspace), config).matches
+    assert derivation.rederive(root, Path(created.workspace), config).matches
     # the job's module changed after init: the workspace no longer matches what its sources give
     (tmp_path / "patterns.py").write_text("import re\n\nSALARY_RE = re.compile(r'[$,.]')\nUNUSED = object()\n")
-    problems = workspace_derivation.rederive(root, Path(created.workspace), config).problems
+    problems = derivation.rederive(root, Path(created.workspace), config).problems
     assert any("[udf]" in p for p in problems) and any("original/udf.py differs" in p for p in problems)
 
 
@@ -209,7 +209,7 @@ def _run(source: str, function: str, *args):
 
 def test_a_udf_wrapping_a_function_of_the_projects_own_module_is_extracted_from_that_module(tmp_path):
     root = _project(tmp_path, PROJECT)
-    derived = workspace_derivation.derive(root, "proj/jobs/daily.py", "distance_km", {k: "double" for k in ("lat1", "lon1", "lat2", "lon2")})
+    derived = derivation.derive(root, "proj/jobs/daily.py", "distance_km", {k: "double" for k in ("lat1", "lon1", "lat2", "lon2")})
     source = derived.module_source
     assert derived.config.udf.function == "haversine" and set(derived.config.udf.modules) == {"proj/lib/geo.py"}
     assert "EARTH_RADIUS_KM = 6371.0" in source and "def _radians" in source and "ROUTES" not in source and "import proj" not in source
@@ -218,7 +218,7 @@ def test_a_udf_wrapping_a_function_of_the_projects_own_module_is_extracted_from_
 
 def test_names_read_through_relative_star_and_module_imports_are_followed_into_each_module(tmp_path):
     root = _project(tmp_path, PROJECT)
-    derived = workspace_derivation.derive(root, "proj/jobs/daily.py", "shout")
+    derived = derivation.derive(root, "proj/jobs/daily.py", "shout")
     source = derived.module_source
     assert set(derived.config.udf.modules) == {"proj/lib/patterns.py", "proj/lib/text.py", "proj/jobs/settings.py"}
     assert "BATCH" not in source and "import *" not in source  # only what the UDF reads
@@ -227,7 +227,7 @@ def test_names_read_through_relative_star_and_module_imports_are_followed_into_e
 
 def test_a_udf_the_job_imports_from_its_udfs_module_is_extracted_from_there(tmp_path):
     root = _project(tmp_path, PROJECT)
-    derived = workspace_derivation.derive(root, "proj/jobs/uses_udfs_module.py", "tidy")
+    derived = derivation.derive(root, "proj/jobs/uses_udfs_module.py", "tidy")
     assert derived.config.udf.source == "proj/jobs/udfs.py" and set(derived.config.udf.modules) == {"proj/lib/text.py", "proj/lib/patterns.py"}
     assert "imports UDF 'tidy' from proj/jobs/udfs.py" in derived.extracted.notes[0]
     assert _run(derived.module_source, "tidy", " A  B ") == "a b"
@@ -245,7 +245,7 @@ def test_a_udf_the_job_imports_from_its_udfs_module_is_extracted_from_there(tmp_
 def test_local_modules_the_extraction_cannot_carry_faithfully_are_refused_saying_why(tmp_path, job, refusal):
     udf_text = "from pyspark.sql.functions import udf\n" + job + "\n\n@udf('double')\ndef taxed(x: float) -> float:\n    return x * (1 + TAX) * RATE\n"
     with pytest.raises(ToolError, match=refusal):
-        workspace_derivation.derive(_project(tmp_path, {"rates.py": "RATE = 0.2\n", "job.py": udf_text}), "job.py", "taxed")
+        derivation.derive(_project(tmp_path, {"rates.py": "RATE = 0.2\n", "job.py": udf_text}), "job.py", "taxed")
 
 
 def test_a_local_module_imported_inside_the_udf_is_refused_at_init_saying_where_to_import_it(tmp_path):

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES
 
-from aether_mcp import case_file, test_freeze
+from aether_mcp import case_file
 from aether_mcp.judge.case_literals import read_cases
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.tools import files, freezing, spec_strength, test_runs, workspaces
+from aether_mcp.tools import files, freezing, spec_strength, suite_runs, workspaces
 from aether_mcp.verification import verify
-from aether_mcp.workspace import Workspace
+from aether_mcp.workspace import Workspace, frozen_tests
 
 pytestmark = pytest.mark.slow
 # verify's own audit below the defaults: every failure asserted here comes before or beside the audit (extraction,
@@ -44,7 +44,7 @@ def verified(tmp_path_factory, workers):
     root = SandboxRoot(base)
     ws = workspaces.init_workspace(root, "jobs/loyalty_pricing/job.py", "loyalty_discount", arg_types={"age": "int"}).workspace
     files.write_file(root, ws, "tests/cases.py", (EXAMPLES / "loyalty_pricing" / "cases.py").read_text())
-    test_runs.run_tests(root, workers, ws, "original")
+    suite_runs.run_tests(root, workers, ws, "original")
     spec_strength.coverage_report(root, workers, ws)
     spec_strength.mutation_score(root, workers, ws)
     freezing.freeze_tests(root, ws)
@@ -140,9 +140,9 @@ def test_class_8_cases_cut_and_the_freeze_re_signed_fail_the_gates_verify_measur
     cases.write_text(case_file.HEADER + "CASES = []\n")
     case_file.append_cases(cases, read_cases(EXAMPLES / "loyalty_pricing" / "cases.py")[:3])
     opened = Workspace(root, Path(ws))
-    (opened.state_dir / test_freeze.FREEZE_FILE).unlink()
-    test_freeze.freeze(opened)  # re-signed by a shell with the key; no unfreeze is logged
-    assert test_freeze.freeze_record(opened)["cases"] == 3 and not test_freeze.changed_since_freeze(opened)
+    (opened.state_dir / frozen_tests.FREEZE_FILE).unlink()
+    frozen_tests.freeze(opened)  # re-signed by a shell with the key; no unfreeze is logged
+    assert frozen_tests.freeze_record(opened)["cases"] == 3 and not frozen_tests.changed_since_freeze(opened)
     result = verify(root, workers, ws, "discount_sql", **SMALL)
     assert not result.passed
     assert "fail" in (_statuses(result)["coverage"], _statuses(result)["mutation"])
@@ -154,7 +154,7 @@ def test_another_state_folder_re_derives_trust_from_the_job_source(verified, tmp
     integrity = Workspace(root, Path(ws)).integrity()
     assert integrity.intact and "derived again from jobs/loyalty_pricing/job.py" in integrity.note
     assert Workspace.open_intact(root, ws).integrity().intact and Workspace(root, Path(ws)).integrity().note is None  # re-signed
-    assert test_freeze.freeze_record(Workspace(root, Path(ws)))["cases"] == 26  # the freeze, signed elsewhere, still holds the same files
+    assert frozen_tests.freeze_record(Workspace(root, Path(ws)))["cases"] == 26  # the freeze, signed elsewhere, still holds the same files
     # a workspace that does not match its job source is not re-signed under the new key
     monkeypatch.setenv("AETHER_MCP_STATE_DIR", str(tmp_path / "third-home"))
     module = Path(ws) / "original" / "udf.py"

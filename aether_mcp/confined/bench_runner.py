@@ -220,11 +220,11 @@ def _candidate(config, target: str, candidate: dict[str, str], data, columns: li
     from pyspark.sql.functions import ArrowUDFType
     from pyspark.sql.pandas.types import to_arrow_type
 
-    from aether_mcp.candidates import declared_target
     from aether_mcp.confined import arrow_batches, job_environment
     from aether_mcp.evaluation.source_modules import module_from_source
     from aether_mcp.evaluation.target_evaluation import apply_build
     from aether_mcp.spark_types import parse_type
+    from aether_mcp.workspace.candidates import declared_target
 
     name = target.removeprefix("candidate:")
     source, filename = candidate["source"], candidate["filename"]

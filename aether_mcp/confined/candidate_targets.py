@@ -18,7 +18,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_type
 
-from aether_mcp.candidates import BadCandidate, declared_target, defines_function
 from aether_mcp.confined import arrow_batches, job_environment, sql_build, watch
 from aether_mcp.confined.arrow_batches import AUDIT, ERROR, EVENTS, OUTPUT, ROW_ID
 from aether_mcp.evaluation.source_modules import digest
@@ -41,6 +40,7 @@ from aether_mcp.evaluation.target_evaluation import (
 )
 from aether_mcp.spark_types import parse_type
 from aether_mcp.wire.value_codec import Raised
+from aether_mcp.workspace.candidates import BadCandidate, declared_target, defines_function
 
 TINY_BATCH_ROWS = 200  # rows run again one per batch, to catch results that depend on the batch
 PYTHON_PLAN_NODES = (

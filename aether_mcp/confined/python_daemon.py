@@ -49,6 +49,7 @@ def _preload() -> None:
     import pyspark.sql.pandas.serializers  # noqa: F401
     import pyspark.worker  # noqa: F401
 
+    import aether_mcp.arrow_pandas  # noqa: F401
     import aether_mcp.confined.arrow_batches  # noqa: F401
 
 

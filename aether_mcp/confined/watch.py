@@ -145,7 +145,7 @@ class _State:
         self.check_imports = True
         package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
         self.harness = package + os.sep
-        self.library_parts = (os.path.join(package, "backend.py"), os.path.join(package, "arrow_udf.py"))
+        self.library_parts = tuple(os.path.join(package, name) for name in ("backend.py", "arrow_udf.py", "arrow_pandas.py"))
         self.spark_channel = _package_folders("py4j")
 
 

@@ -467,7 +467,48 @@ def nondeterministic(value: Any, call: ast.Call | None, given: int | None = None
 
 
 def folded_string(node: ast.AST) -> str | None:
-    """A string built from constants only (`"a" + "b"`, `"".join([...])`), else None."""
-    from aether_mcp.judge.cheat_rules import folded_string as fold
-
-    return fold(node)
+    """The string a constant expression spells ("a" + "b", "".join(["a", "b"]), f"{'a'}b", "ba"[::-1]), or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = folded_string(node.left), folded_string(node.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        text = folded_string(node.left)
+        count = node.right.value if isinstance(node.right, ast.Constant) and isinstance(node.right.value, int) else None
+        return text * min(count, 10) if text is not None and count is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            part = folded_string(value.value) if isinstance(value, ast.FormattedValue) else folded_string(value)
+            if part is None:
+                return None
+            parts.append(part)
+        return "".join(parts)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
+        text = folded_string(node.value)
+        bounds = [getattr(b, "value", None) if b is not None else None for b in (node.slice.lower, node.slice.upper, node.slice.step)]
+        if text is not None and all(b is None or isinstance(b, int) for b in bounds):
+            return text[slice(*bounds)]
+        return None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join" and len(node.args) == 1:
+        separator = folded_string(node.func.value)
+        items = node.args[0]
+        if separator is not None and isinstance(items, (ast.List, ast.Tuple)):
+            parts = [folded_string(item) for item in items.elts]
+            return separator.join(parts) if all(part is not None for part in parts) else None  # type: ignore[arg-type]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("replace", "lower", "upper", "strip", "format") and not node.keywords:
+        text = folded_string(node.func.value)
+        arguments = [folded_string(a) for a in node.args]
+        if text is not None and all(a is not None for a in arguments):
+            try:
+                return getattr(text, node.func.attr)(*arguments)
+            except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+                return None
+        return None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("str", "chr") and len(node.args) == 1:
+        argument = node.args[0]
+        if node.func.id == "chr" and isinstance(argument, ast.Constant) and isinstance(argument.value, int) and 0 <= argument.value < 0x110000:
+            return chr(argument.value)
+        return folded_string(argument) if node.func.id == "str" else None
+    return None

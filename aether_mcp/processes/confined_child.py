@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aether_mcp.candidates import candidate_path
 from aether_mcp.processes import confinement, subprocess_runner
 from aether_mcp.processes.confinement import ConfinementStatus
 from aether_mcp.workspace import CANDIDATE_DIR, ORIGINAL_MODULE, Workspace, state_home
+from aether_mcp.workspace.candidates import candidate_path
 
 MAX_COPIED_BYTES = 512 * 1024 * 1024
 

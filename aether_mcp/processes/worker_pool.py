@@ -28,13 +28,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp import call_scope
 from aether_mcp.backend import Resolved, has_gpu  # noqa: F401  (has_gpu: re-exported for the tools)
-from aether_mcp.candidates import candidate_path
 from aether_mcp.processes import confinement, subprocess_runner
 from aether_mcp.processes.confinement import ConfinementStatus
 from aether_mcp.processes.java_runtime import JavaUnavailable, check_java
 from aether_mcp.wire import value_codec
 from aether_mcp.wire.worker_protocol import RequestCancelled, WorkerUnavailable, request
 from aether_mcp.workspace import ORIGINAL_MODULE, SparkConfig, Workspace, state_home
+from aether_mcp.workspace.candidates import candidate_path
 
 ROLES = ("reference", "candidate")
 MODULES = {"reference": "aether_mcp.reference.reference_worker", "candidate": "aether_mcp.confined.candidate_worker"}

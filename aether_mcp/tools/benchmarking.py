@@ -23,11 +23,10 @@ from typing import Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import bench_data, candidate_results, deviations
+from aether_mcp import bench_data
 from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.bench_stats import bootstrap_paired_ci, paired_speedup
-from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.evaluation.pandas_forms import EMPTY_GROUP_TYPE
 from aether_mcp.judge.raise_regions import RaiseRegions
 from aether_mcp.lazy_import import lazy_module
@@ -42,7 +41,8 @@ from aether_mcp.tools.byte_compare import byte_compare
 from aether_mcp.tools.cheat_audit import passed_here_for
 from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.wire.value_codec import Raised
-from aether_mcp.workspace import Workspace, check_master, new_run_id
+from aether_mcp.workspace import Workspace, candidate_results, check_master, deviations, new_run_id
+from aether_mcp.workspace.candidates import BadCandidate, candidate_path, check_target, declared_target
 
 pq = lazy_module("pyarrow.parquet")
 

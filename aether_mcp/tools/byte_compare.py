@@ -21,11 +21,8 @@ from typing import Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import candidate_results, deviations
 from aether_mcp.backend import Resolved
 from aether_mcp.bench_data import RAISE_REGIONS
-from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
-from aether_mcp.deviations import AppliedDeviations
 from aether_mcp.judge import layouts, shrink
 from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.judge.compare import RAISE_KIND, Difference, classify
@@ -37,11 +34,13 @@ from aether_mcp.judge.watch_events import WatchEvent, parse
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.spark_types import SUPPORTED_TYPES_TEXT, parse_type, unsupported_part
-from aether_mcp.test_freeze import require_frozen_tests_intact
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.wire.value_codec import Raised
-from aether_mcp.workspace import TESTS_DIR, Workspace, new_run_id
+from aether_mcp.workspace import TESTS_DIR, Workspace, candidate_results, deviations, new_run_id
+from aether_mcp.workspace.candidates import BadCandidate, candidate_path, check_target, declared_target
+from aether_mcp.workspace.deviations import AppliedDeviations
+from aether_mcp.workspace.frozen_tests import require_frozen_tests_intact
 
 Source = Literal["tests", "edge", "hidden"]
 MAX_HIDDEN_ROWS = 200_000

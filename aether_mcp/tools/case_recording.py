@@ -15,10 +15,10 @@ from aether_mcp.nested_values import typed
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.spark_types import parse_type
-from aether_mcp.test_freeze import refuse_if_frozen
 from aether_mcp.wire import value_codec
 from aether_mcp.wire.value_codec import Raised
 from aether_mcp.workspace import TESTS_DIR, Workspace
+from aether_mcp.workspace.frozen_tests import refuse_if_frozen
 
 MAX_ROWS = 1000
 

@@ -24,9 +24,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import candidate_results, deviations
 from aether_mcp.backend import Resolved
-from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.confined.classic_build import STARTED
 from aether_mcp.judge import cheat_rules, layouts, sql_functions
 from aether_mcp.judge.case_literals import NotALiteral, literal
@@ -38,12 +36,13 @@ from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import confined_child, confinement
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.spark_types import field_names, parse_type
-from aether_mcp.test_freeze import freeze_record, require_frozen_tests_intact
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import ByteCompareResult, Comparison, byte_compare
 from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.wire.value_codec import Raised
-from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace, new_run_id
+from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace, candidate_results, deviations, new_run_id
+from aether_mcp.workspace.candidates import BadCandidate, candidate_path, check_target, declared_target
+from aether_mcp.workspace.frozen_tests import freeze_record, require_frozen_tests_intact
 
 SMALL_ROWS = 1_000
 LARGE_ROWS = 20_000

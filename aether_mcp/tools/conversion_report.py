@@ -19,16 +19,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from aether_mcp import candidate_results, deviations
-from aether_mcp.candidates import BadCandidate, declared_target
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import spec_strength
 from aether_mcp.tools.benchmarking import BENCH_DIR
 from aether_mcp.tools.data_validation import VALIDATE_DIR
+from aether_mcp.tools.job_conversion import with_column_rewrite
 from aether_mcp.tools.optimization import best_versions, journal_entries
 from aether_mcp.tools.profiling import PROFILES_DIR
 from aether_mcp.tools.workspaces import WorkspaceStatusResult, open_named, workspace_status
-from aether_mcp.workspace import CANDIDATE_DIR, Workspace
+from aether_mcp.workspace import CANDIDATE_DIR, Workspace, candidate_results, deviations
+from aether_mcp.workspace.candidates import BadCandidate, declared_target
 
 REPORT_DIR = "report"
 EMBED_LIMIT = 48 * 1024  # larger reports come back as paths only
@@ -352,7 +352,7 @@ def wiring(opened: Workspace, name: str, kind: str, call_sites: list[dict[str, A
             if site["sql"]:
                 rewritten.append(f"- line {site['line']}: the UDF is called inside SQL text (`{site['statement'][:120]}`); move that expression to the DataFrame API and use `{helper}` there.")
                 continue
-            replacement = _with_column_rewrite(site["statement"], udf.name, helper)
+            replacement = with_column_rewrite(site["statement"], udf.name, helper)
             if replacement:
                 rewritten += [f"- line {site['line']}, instead of", "", "```python", site["statement"], "```", "", "  write", "", "```python", replacement, "```", ""]
             else:
@@ -391,34 +391,6 @@ def wiring(opened: Workspace, name: str, kind: str, call_sites: list[dict[str, A
     if best:
         lines += ["", f"Arrow batch size: {best[-1]['recommendation']}"]
     return "\n".join(lines)
-
-
-def _with_column_rewrite(statement: str, udf_name: str, helper: str) -> str | None:
-    """The statement with each `X.withColumn(name, udf(args))` turned into `helper(X, name, args)`; None if it has none."""
-    try:
-        tree = ast.parse(statement)
-    except SyntaxError:
-        return None
-
-    class Rewrite(ast.NodeTransformer):
-        changed = False
-
-        def visit_Call(self, node: ast.Call) -> ast.AST:
-            self.generic_visit(node)
-            if (
-                isinstance(node.func, ast.Attribute)
-                and node.func.attr == "withColumn"
-                and len(node.args) == 2
-                and isinstance(node.args[1], ast.Call)
-                and isinstance(node.args[1].func, ast.Name)
-                and node.args[1].func.id == udf_name
-            ):
-                Rewrite.changed = True
-                return ast.Call(func=ast.Name(helper, ast.Load()), args=[node.func.value, node.args[0], *node.args[1].args], keywords=[])
-            return node
-
-    rewritten = Rewrite().visit(tree)
-    return ast.unparse(rewritten) if Rewrite.changed else None
 
 
 # --- rendering -----------------------------------------------------------------------------------

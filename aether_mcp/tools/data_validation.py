@@ -27,14 +27,13 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import candidate_results, deviations
 from aether_mcp.backend import CPU
-from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import confined_child, confinement, subprocess_runner
 from aether_mcp.progress_report import ChildProgress
 from aether_mcp.tools.cheat_audit import passed_here_for
-from aether_mcp.workspace import Workspace, check_master, new_run_id
+from aether_mcp.workspace import Workspace, candidate_results, check_master, deviations, new_run_id
+from aether_mcp.workspace.candidates import BadCandidate, candidate_path, check_target, declared_target
 
 VALIDATE_DIR = "validate"
 FORMATS = ("parquet", "csv", "json", "orc")

@@ -5,12 +5,11 @@ from __future__ import annotations
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
-from aether_mcp import deviations
-from aether_mcp.candidates import check_target
-from aether_mcp.deviations import Deviation
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.predicates import Predicate
-from aether_mcp.workspace import Workspace
+from aether_mcp.workspace import Workspace, deviations
+from aether_mcp.workspace.candidates import check_target
+from aether_mcp.workspace.deviations import Deviation
 
 MAX_ULP = 1_000_000
 

@@ -30,12 +30,12 @@ from pydantic import BaseModel, Field
 
 from aether_mcp import bench_data
 from aether_mcp.backend import BackendUnavailable, Resolved, resolve
-from aether_mcp.candidates import BadCandidate, candidate_path, declared_target
 from aether_mcp.judge.cheat_rules import device_capable
 from aether_mcp.parsers import device_counters, nsys_report
 from aether_mcp.parsers.device_counters import Counters, Source
 from aether_mcp.processes import confined_child, subprocess_runner
 from aether_mcp.workspace import Workspace, new_run_id
+from aether_mcp.workspace.candidates import BadCandidate, candidate_path, declared_target
 
 DEVICE_ROWS = 100_000
 DEVICE_CALLS = 2  # one warm-up call (compilation, caches) and one more, both traced

@@ -7,10 +7,9 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import test_freeze
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import workspaces
-from aether_mcp.workspace import Workspace
+from aether_mcp.workspace import Workspace, frozen_tests
 
 PHASE_ONE_GATES = ("tests_pass_on_original", "branch_coverage", "mutation_score")
 
@@ -31,7 +30,7 @@ class UnfreezeResult(BaseModel):
 
 def freeze_tests(root: SandboxRoot, workspace: str) -> FreezeResult:
     opened = Workspace.open_intact(root, workspace)
-    if test_freeze.freeze_record(opened) is not None:
+    if frozen_tests.freeze_record(opened) is not None:
         raise ToolError("the tests are already frozen; workspace_status shows since when.")
     gates = {g.name: g for g in workspaces.workspace_status(root, workspace).gates}
     open_gates = [f"{name} ({gates[name].status}: {gates[name].detail})" for name in PHASE_ONE_GATES if gates[name].status != "pass"]
@@ -41,7 +40,7 @@ def freeze_tests(root: SandboxRoot, workspace: str) -> FreezeResult:
             "coverage_report and mutation_score on the current tests (suggest_inputs and record_cases close gaps; justify explains the rest)."
         )
     with opened.lock():
-        body = test_freeze.freeze(opened)
+        body = frozen_tests.freeze(opened)
     return FreezeResult(frozen_at=body["time"], cases=body["cases"], files=sorted(body["files"]))
 
 
@@ -50,8 +49,8 @@ def unfreeze_tests(root: SandboxRoot, workspace: str, reason: str) -> UnfreezeRe
     reason = (reason or "").strip()
     if len(reason) < 15:
         raise ToolError("reason is too short; say why the frozen tests must change (at least 15 characters). It is logged and reported.")
-    if test_freeze.freeze_record(opened) is None:
+    if frozen_tests.freeze_record(opened) is None:
         raise ToolError("the tests are not frozen; nothing to unfreeze.")
     with opened.lock():
-        entry = test_freeze.unfreeze(opened, reason)
-    return UnfreezeResult(unfrozen_at=entry["time"], reason=reason, changed_since_freeze=entry["changed"], log=test_freeze.freeze_log(opened))
+        entry = frozen_tests.unfreeze(opened, reason)
+    return UnfreezeResult(unfrozen_at=entry["time"], reason=reason, changed_since_freeze=entry["changed"], log=frozen_tests.freeze_log(opened))

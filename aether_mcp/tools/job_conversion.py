@@ -28,11 +28,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp.backend import CPU
-from aether_mcp.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import confined_child
-from aether_mcp.tools.conversion_report import _with_column_rewrite
 from aether_mcp.workspace import Workspace, new_run_id
+from aether_mcp.workspace.candidates import BadCandidate, candidate_path, check_target, declared_target
 
 MARKER = "# Written by aether-mcp apply_conversion"
 UDF_FACTORIES = {"udf", "pandas_udf", "arrow_udf"}
@@ -227,7 +226,7 @@ def _rewrite_with_column(text: str, udf_name: str) -> tuple[str, list[int]]:
             segment = "".join(lines[node.lineno - 1 : node.end_lineno])
             if f"{udf_name}(" not in segment or ".withColumn(" not in segment:
                 continue
-            rewritten = _with_column_rewrite(ast.unparse(node), udf_name, f"with_{udf_name}")
+            rewritten = with_column_rewrite(ast.unparse(node), udf_name, f"with_{udf_name}")
             if rewritten:
                 edits.append((node.lineno, node.end_lineno or node.lineno, textwrap.indent(rewritten, " " * node.col_offset) + "\n"))
     for first, last, new in sorted(edits, reverse=True):
@@ -290,3 +289,31 @@ def _import_check(opened: Workspace, job_dir: Path, converted_text: str, module_
     if raw.get("imported"):
         return "pass" if child.confinement.confined else "pass (unconfined: " + child.confinement.how + ")"
     return raw.get("error") or f"the import check failed (exit {child.ended.returncode}): {child.ended.tail[-600:]}"
+
+
+def with_column_rewrite(statement: str, udf_name: str, helper: str) -> str | None:
+    """The statement with each `X.withColumn(name, udf(args))` turned into `helper(X, name, args)`; None if it has none."""
+    try:
+        tree = ast.parse(statement)
+    except SyntaxError:
+        return None
+
+    class Rewrite(ast.NodeTransformer):
+        changed = False
+
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            if (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr == "withColumn"
+                and len(node.args) == 2
+                and isinstance(node.args[1], ast.Call)
+                and isinstance(node.args[1].func, ast.Name)
+                and node.args[1].func.id == udf_name
+            ):
+                Rewrite.changed = True
+                return ast.Call(func=ast.Name(helper, ast.Load()), args=[node.func.value, node.args[0], *node.args[1].args], keywords=[])
+            return node
+
+    rewritten = Rewrite().visit(tree)
+    return ast.unparse(rewritten) if Rewrite.changed else None

@@ -24,13 +24,13 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import bench_data, candidate_results, snapshot_store
+from aether_mcp import bench_data
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import WorkerPool
-from aether_mcp.test_freeze import freeze_record
 from aether_mcp.tools.benchmarking import DEFAULT_PRECISION, DEFAULT_ROWS, _benchmarkable, _checked, _output_mismatch, _run_application, bootstrap_paired_ci, paired_speedup, precision_request
 from aether_mcp.tools.cheat_audit import MAX_HIDDEN_ROWS, MIN_HIDDEN_ROWS, AuditCandidateResult, audit_candidate
-from aether_mcp.workspace import CANDIDATE_DIR, Workspace
+from aether_mcp.workspace import CANDIDATE_DIR, Workspace, candidate_results, snapshot_store
+from aether_mcp.workspace.frozen_tests import freeze_record
 
 JOURNAL = "journal.jsonl"
 OPTIMIZE_DIR = "optimize"

@@ -26,7 +26,6 @@ from pydantic import BaseModel, Field
 
 from aether_mcp import bench_data
 from aether_mcp.backend import Resolved
-from aether_mcp.candidates import candidate_path
 from aether_mcp.parsers import nsys_report
 from aether_mcp.parsers.nsys_report import CudaApiStat, KernelStat, NvtxRangeStat, TransferStat
 from aether_mcp.path_guard import SandboxRoot
@@ -34,6 +33,7 @@ from aether_mcp.processes import confined_child, subprocess_runner
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
 from aether_mcp.tools.benchmarking import _benchmarkable
 from aether_mcp.workspace import Workspace, new_run_id
+from aether_mcp.workspace.candidates import candidate_path
 
 PROFILES_DIR = "profiles"
 MAX_ROWS = 10_000_000

@@ -29,16 +29,17 @@ from typing import Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import call_scope, paging, udf_extraction, workspace_derivation
+from aether_mcp import call_scope, extraction, paging
+from aether_mcp.extraction.finder import _UdfFinder
+from aether_mcp.extraction.local_modules import LocalModules
 from aether_mcp.judge.hidden_inputs import hidden_rows
 from aether_mcp.judge.mined_values import mine
-from aether_mcp.local_modules import LocalModules
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import subprocess_runner
 from aether_mcp.spark_types import parse_type
 from aether_mcp.tools.workspaces import DEFAULT_WORKSPACES_DIR, refuse_unsupported_types
 from aether_mcp.wire import value_codec
-from aether_mcp.workspace import IGNORED_DIR_NAMES, STATE_DIR, state_home
+from aether_mcp.workspace import IGNORED_DIR_NAMES, STATE_DIR, derivation, state_home
 
 MAX_FILES = 5_000
 PAGE_UDFS = 25
@@ -206,7 +207,7 @@ def _scan(root: SandboxRoot, folder: Path, sources: list[Path], skipped: int) ->
     for source in sources:
         relative = root.relative(source)
         try:
-            text, tree = udf_extraction.read_source(source, relative)
+            text, tree = extraction.read_source(source, relative)
         except ToolError as exc:
             unreadable.append(UnreadableFile(file=relative, reason=str(exc)[:300]))
             continue
@@ -214,10 +215,10 @@ def _scan(root: SandboxRoot, folder: Path, sources: list[Path], skipped: int) ->
     if skipped:
         unreadable.append(UnreadableFile(file=root.relative(folder) or ".", reason=f"{skipped} more .py files past the first {MAX_FILES} were not scanned; scan a sub-folder"))
     call_scope.report(1, 4, "finding the UDFs and deriving each as init_workspace would")
-    found: list[tuple[ScannedUdf, workspace_derivation.Derived | None]] = []
+    found: list[tuple[ScannedUdf, derivation.Derived | None]] = []
     for file in files:
         try:
-            definitions = udf_extraction.find_udfs(file.tree)
+            definitions = extraction.find_udfs(file.tree)
         except Exception as exc:  # noqa: BLE001  (a construct the finder cannot read is reported, not fatal)
             unreadable.append(UnreadableFile(file=file.relative, reason=f"UDFs could not be read: {type(exc).__name__}: {str(exc)[:200]}"))
             continue
@@ -272,25 +273,25 @@ def _index(relative: str, path: Path, text: str, tree: ast.Module) -> _File:
     return file
 
 
-def _scanned(root: SandboxRoot, file: _File, definition: udf_extraction.UdfDefinition, files: list[_File]) -> tuple[ScannedUdf, workspace_derivation.Derived | None]:
+def _scanned(root: SandboxRoot, file: _File, definition: extraction.UdfDefinition, files: list[_File]) -> tuple[ScannedUdf, derivation.Derived | None]:
     selector = f"{definition.name}:{definition.line}"
     hinted = _hinted_arguments(root, file, definition)
     guesses: dict[str, str] = {}
-    derived: workspace_derivation.Derived | None = None
+    derived: derivation.Derived | None = None
     reason: str | None = None
     sites, typed_calls = _call_sites(file, definition, files)
     from_schema = _schema_types(hinted, typed_calls)
     try:
-        derived = workspace_derivation.derive(root, file.relative, selector)
+        derived = derivation.derive(root, file.relative, selector)
         refuse_unsupported_types(derived.config)
     except ToolError as exc:
         reason = str(exc)
         derived = None
         missing = [a for a in hinted if a.type is None]
-        guesses = {a.name: from_schema.get(a.name) or guess[0] for a in missing if a.name in from_schema or (guess := workspace_derivation.guessed_type(definition.function, a.name)) is not None}
+        guesses = {a.name: from_schema.get(a.name) or guess[0] for a in missing if a.name in from_schema or (guess := derivation.guessed_type(definition.function, a.name)) is not None}
         if missing and len(guesses) == len(missing):
             try:  # typed as guessed: enough to time the function, never to convert without the user's word
-                derived = workspace_derivation.derive(root, file.relative, selector, arg_types=guesses)
+                derived = derivation.derive(root, file.relative, selector, arg_types=guesses)
                 refuse_unsupported_types(derived.config)
             except ToolError:
                 derived = None
@@ -312,7 +313,7 @@ def _scanned(root: SandboxRoot, file: _File, definition: udf_extraction.UdfDefin
         pandas_form=definition.pandas_form,
         function=definition.function_name,
         arguments=arguments,
-        return_type=derived.config.udf.return_type if derived is not None else (workspace_derivation.type_name(definition.return_type) if definition.return_type is not None else None),
+        return_type=derived.config.udf.return_type if derived is not None else (derivation.type_name(definition.return_type) if definition.return_type is not None else None),
         call_sites=sites[:MAX_CALL_SITES],
         call_sites_left_out=max(0, len(sites) - MAX_CALL_SITES),
         convertible=reason is None,
@@ -342,20 +343,20 @@ class _Hinted:
     type: str | None
 
 
-def _hinted_arguments(root: SandboxRoot, file: _File, definition: udf_extraction.UdfDefinition) -> list[_Hinted]:
+def _hinted_arguments(root: SandboxRoot, file: _File, definition: extraction.UdfDefinition) -> list[_Hinted]:
     """The UDF's arguments as init_workspace names them (a pandas iterator UDF's are its columns), with their hinted types."""
     try:
-        extracted = udf_extraction.extract_udf(file.text, file.tree, definition, file.relative, path=file.path, modules=LocalModules(root.path))
+        extracted = extraction.extract_udf(file.text, file.tree, definition, file.relative, path=file.path, modules=LocalModules(root.path))
     except Exception:  # noqa: BLE001  (derive says why; the parameters are the best names left)
         function = definition.function
         if function is None:
             return []
         hinted = isinstance(function, ast.FunctionDef)
-        return [_Hinted(a.arg, udf_extraction.hint_to_type(a.annotation) if hinted else None) for a in function.args.posonlyargs + function.args.args]
+        return [_Hinted(a.arg, extraction.hint_to_type(a.annotation) if hinted else None) for a in function.args.posonlyargs + function.args.args]
     return [_Hinted(a.name, a.hint_type) for a in extracted.arguments]
 
 
-def _call_sites(file: _File, definition: udf_extraction.UdfDefinition, files: list[_File]) -> tuple[list[CallSite], list[list[str | None]]]:
+def _call_sites(file: _File, definition: extraction.UdfDefinition, files: list[_File]) -> tuple[list[CallSite], list[list[str | None]]]:
     """Where the UDF is called, and for each call the Spark type of each argument's column where a schema in that file says it."""
     names = {definition.name} | definition.aliases
     stem = Path(file.relative).stem
@@ -408,7 +409,7 @@ def _schema_columns(tree: ast.Module) -> dict[str, str]:
     """Column -> Spark type from every schema the file spells out: DDL strings ("day date, price double") and
     StructType([StructField(...)]) literals. A column two schemas type differently is left out."""
     found: dict[str, set[str]] = {}
-    finder = udf_extraction._UdfFinder(tree)
+    finder = _UdfFinder(tree)
     for node in ast.walk(tree):
         struct = None
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and " " in node.value.strip() and "\n" not in node.value:
@@ -419,7 +420,7 @@ def _schema_columns(tree: ast.Module) -> dict[str, str]:
             except Exception:  # noqa: BLE001  (a schema built at run time says nothing here)
                 struct = None
         for column in getattr(struct, "fields", None) or []:
-            found.setdefault(column.name, set()).add(workspace_derivation.type_name(column.dataType))
+            found.setdefault(column.name, set()).add(derivation.type_name(column.dataType))
     return {column: next(iter(types)) for column, types in found.items() if len(types) == 1}
 
 
@@ -470,14 +471,14 @@ def _library(root: SandboxRoot, file: _File, node: ast.AST) -> str | None:
     return top
 
 
-def _traits(root: SandboxRoot, file: _File, definition: udf_extraction.UdfDefinition) -> tuple[list[str], Target, str]:
+def _traits(root: SandboxRoot, file: _File, definition: extraction.UdfDefinition) -> tuple[list[str], Target, str]:
     function = definition.function
     if function is None:
         return ["body not in this file"], "unclear", "the function's body is defined elsewhere; scan its own file"
     nodes = list(ast.walk(function))
     third_party = {top for top in (_library(root, file, node) for node in nodes) if top}
     loops = any(isinstance(n, (ast.For, ast.While, ast.comprehension)) for n in nodes)
-    strings = any(isinstance(n, ast.Attribute) and n.attr in workspace_derivation.STRING_METHODS for n in nodes) or any(isinstance(n, ast.JoinedStr) for n in nodes)
+    strings = any(isinstance(n, ast.Attribute) and n.attr in derivation.STRING_METHODS for n in nodes) or any(isinstance(n, ast.JoinedStr) for n in nodes)
     regex = any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "re" for n in nodes) or any(
         isinstance(n, ast.Name) and n.id in file.patterns for n in nodes
     )
@@ -509,7 +510,7 @@ def _traits(root: SandboxRoot, file: _File, definition: udf_extraction.UdfDefini
     return traits, "sql", "branches and arithmetic map onto when/otherwise and Spark's operators"
 
 
-def _python_costs(found: list[tuple[ScannedUdf, workspace_derivation.Derived | None]]) -> list[tuple[float | None, str]]:
+def _python_costs(found: list[tuple[ScannedUdf, derivation.Derived | None]]) -> list[tuple[float | None, str]]:
     """Seconds per row of each UDF's Python function, measured in one child process; (None, why) where not."""
     subjects, results = [], [(None, "")] * len(found)
     for index, (udf, derived) in enumerate(found):

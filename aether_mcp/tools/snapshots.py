@@ -7,9 +7,9 @@ import difflib
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import paging, snapshot_store
+from aether_mcp import paging
 from aether_mcp.path_guard import SandboxRoot
-from aether_mcp.workspace import Workspace
+from aether_mcp.workspace import Workspace, snapshot_store
 
 
 class SnapshotResult(BaseModel):

@@ -14,8 +14,8 @@ import tomli_w
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import candidate_results, deviations, extraction_check, snapshot_store, test_freeze, workspace_derivation
 from aether_mcp.backend import BACKENDS
+from aether_mcp.extraction import check as extraction_check
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import SUPPORTED_TYPES_TEXT, parse_type, unsupported_part
 from aether_mcp.tools import spec_strength
@@ -26,7 +26,12 @@ from aether_mcp.workspace import (
     TESTS_DIR,
     Workspace,
     WorkspaceConfig,
+    candidate_results,
     check_master,
+    derivation,
+    deviations,
+    frozen_tests,
+    snapshot_store,
 )
 
 DEFAULT_WORKSPACES_DIR = "aether_workspaces"
@@ -86,7 +91,7 @@ def init_workspace(
             check_master(benchmark_master, "benchmark_master")
         except ValueError as exc:
             raise ToolError(f"{exc}; nothing was created.") from exc
-    derived = workspace_derivation.derive(root, source, udf, arg_types, return_type, benchmark_master, backend, whole_domain)
+    derived = derivation.derive(root, source, udf, arg_types, return_type, benchmark_master, backend, whole_domain)
     config = derived.config
     refuse_unsupported_types(config)
 
@@ -402,10 +407,10 @@ def _deviations(workspace: Workspace, candidates: list[str]) -> dict[str, list[s
 
 
 def _freeze_status(workspace: Workspace) -> FreezeStatus:
-    log = test_freeze.freeze_log(workspace)
+    log = frozen_tests.freeze_log(workspace)
     try:
-        record = test_freeze.freeze_record(workspace)
-        changed = test_freeze.changed_since_freeze(workspace)
+        record = frozen_tests.freeze_record(workspace)
+        changed = frozen_tests.changed_since_freeze(workspace)
     except ToolError as exc:
         return FreezeStatus(frozen=False, problem=str(exc), log=log)
     if record is None:

@@ -20,7 +20,7 @@ from conftest import SQL_CANDIDATE, VECTORIZED_CANDIDATE
 from aether_mcp.tools import files
 from aether_mcp.tools.benchmarking import micro_benchmark
 from aether_mcp.tools.cheat_audit import audit_candidate
-from aether_mcp.tools.test_runs import run_tests
+from aether_mcp.tools.suite_runs import run_tests
 
 pytestmark = pytest.mark.slow
 

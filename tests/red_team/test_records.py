@@ -2,7 +2,7 @@
 bound to its exact digests, the way an agent with write access to the workspace could plant them.
 
 Caught by: the signature every verdict record carries (the server's key over everything it says, its digests
-included; aether_mcp.candidate_results). workspace_status shows no verdict from a record it did not sign and says
+included; aether_mcp.workspace.candidate_results). workspace_status shows no verdict from a record it did not sign and says
 which records it ignored; apply_conversion, which reads the verdicts through it, refuses to write the job. No Spark
 runs here: the forgery is refused before anything would be judged.
 """

@@ -128,7 +128,7 @@ def run_shape(shape: Shape, folder: Path, workers, hidden_rows: int = 1200) -> O
     from aether_mcp.path_guard import SandboxRoot
     from aether_mcp.tools import case_recording, files, workspaces
     from aether_mcp.tools.byte_compare import byte_compare
-    from aether_mcp.tools.test_runs import run_tests
+    from aether_mcp.tools.suite_runs import run_tests
 
     shutil.copytree(shape.path, folder / shape.name, ignore=shutil.ignore_patterns("candidate*.py", "__pycache__"))
     root = SandboxRoot(folder)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp import udf_extraction
+from aether_mcp import extraction
+from aether_mcp.extraction.local_modules import LocalModules
 from aether_mcp.lazy_import import lazy_module
-from aether_mcp.local_modules import LocalModules
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.spark_types import UnknownSparkType, parse_type, type_name
-from aether_mcp.workspace import (
+from aether_mcp.workspace.config import (
     CONFIG_FILE,
     ORIGINAL_DIR,
     ORIGINAL_MODULE,
@@ -47,7 +47,7 @@ WIDENED = "widened by init_workspace(whole_domain=...): drawn over its whole typ
 class Derived:
     config: WorkspaceConfig
     module_source: str
-    extracted: udf_extraction.ExtractedUdf | None = None
+    extracted: extraction.ExtractedUdf | None = None
     source_path: Path | None = None
 
 
@@ -76,24 +76,24 @@ def derive(
     """
     source_path = root.resolve(source, what="source")
     shown = root.relative(source_path)
-    text, tree = udf_extraction.read_source(source_path, shown)
+    text, tree = extraction.read_source(source_path, shown)
     modules = LocalModules(root.path)
     notes: list[str] = []
     try:
-        definition = udf_extraction.select_udf(udf_extraction.find_udfs(tree), udf, shown)
+        definition = extraction.select_udf(extraction.find_udfs(tree), udf, shown)
     except ToolError:
         # `from udfs import clean_name` where udfs.py defines the UDF: the workspace's source is that module
-        elsewhere = udf_extraction.udf_module(tree, udf, source_path, modules)
+        elsewhere = extraction.udf_module(tree, udf, source_path, modules)
         if elsewhere is None:
             raise
         job_shown, source_path, shown = shown, elsewhere, root.relative(elsewhere)
-        text, tree = udf_extraction.read_source(source_path, shown)
-        definition = udf_extraction.select_udf(udf_extraction.find_udfs(tree), udf, shown)
+        text, tree = extraction.read_source(source_path, shown)
+        definition = extraction.select_udf(extraction.find_udfs(tree), udf, shown)
         notes.append(f"{job_shown} imports UDF {udf!r} from {shown}, which defines it: the workspace's source is {shown}")
     if return_type is not None:
         definition.return_type = parse_type_argument(return_type, "return_type")
         definition.return_type_error = None
-    extracted = udf_extraction.extract_udf(text, tree, definition, shown, path=source_path, modules=modules)
+    extracted = extraction.extract_udf(text, tree, definition, shown, path=source_path, modules=modules)
     extracted.notes = notes + extracted.notes
     if extracted.local_modules:
         extracted.notes.append(
@@ -171,7 +171,7 @@ def rederive(root: SandboxRoot, workspace: Path, config: WorkspaceConfig) -> Red
     return Rederivation(not problems, problems, derived)
 
 
-def argument_types(extracted: udf_extraction.ExtractedUdf, arg_types: dict[str, str]) -> list[UdfArgConfig]:
+def argument_types(extracted: extraction.ExtractedUdf, arg_types: dict[str, str]) -> list[UdfArgConfig]:
     names = [a.name for a in extracted.arguments]
     unknown = sorted(set(arg_types) - set(names))
     if unknown:
@@ -251,7 +251,7 @@ def guessed_type(function: ast.AST | None, name: str) -> tuple[str, str] | None:
     return data_type, reason
 
 
-def literal_domains(arguments: list[UdfArgConfig], found: dict[int, udf_extraction.LiteralDomain], whole_domain: list[str]) -> None:
+def literal_domains(arguments: list[UdfArgConfig], found: dict[int, extraction.LiteralDomain], whole_domain: list[str]) -> None:
     """Record, on each argument the job passes only as literals, those values (unless it is to be drawn over its whole type)."""
     names = [a.name for a in arguments]
     unknown = sorted(set(whole_domain) - set(names))

@@ -14,9 +14,8 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp import snapshot_store
 from aether_mcp.judge.case_literals import read_case_rows
-from aether_mcp.workspace import TESTS_DIR, Workspace, key_id, sign
+from aether_mcp.workspace import TESTS_DIR, Workspace, key_id, sign, snapshot_store
 
 FREEZE_FILE = "freeze.json"
 FREEZE_LOG = "freeze_log.jsonl"

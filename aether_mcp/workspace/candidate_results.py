@@ -22,8 +22,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from aether_mcp import deviations
-from aether_mcp.workspace import CANDIDATE_DIR, ORIGINAL_MODULE, Workspace, sign
+from aether_mcp.workspace import CANDIDATE_DIR, ORIGINAL_MODULE, Workspace, deviations, sign
 
 Kind = Literal["compares", "audits"]
 KEPT_PER_CANDIDATE = 200  # the oldest results beyond this are dropped

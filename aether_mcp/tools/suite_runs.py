@@ -26,15 +26,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, ValidationError
 
 from aether_mcp.backend import CPU, Resolved
-from aether_mcp.candidates import check_target
 from aether_mcp.judge.watch_events import WatchEvent, parse
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import confinement, subprocess_runner
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
-from aether_mcp.test_freeze import require_frozen_tests_intact
 from aether_mcp.tools import device_proof
 from aether_mcp.tools.workspaces import latest_runs_path, tests_digest
 from aether_mcp.workspace import TESTS_DIR, Workspace, new_run_id
+from aether_mcp.workspace.candidates import check_target
+from aether_mcp.workspace.frozen_tests import require_frozen_tests_intact
 
 MAX_TIMEOUT_S = 3600
 MAX_REPORTED_TESTS = 500

@@ -21,7 +21,7 @@ from aether_mcp.judge.case_literals import NotALiteral, literal
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.spark_types import parse_type
-from aether_mcp.tools.test_runs import run_suite
+from aether_mcp.tools.suite_runs import run_suite
 from aether_mcp.wire import value_codec
 from aether_mcp.wire.value_codec import Struct
 from aether_mcp.workspace import TESTS_DIR, Workspace, new_run_id

@@ -24,10 +24,10 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.backend import CPU
+from aether_mcp.extraction import ExtractedUdf
 from aether_mcp.judge.hidden_inputs import hidden_rows
 from aether_mcp.judge.mined_values import mine
 from aether_mcp.processes import confined_child
-from aether_mcp.udf_extraction import ExtractedUdf
 from aether_mcp.wire import value_codec
 from aether_mcp.workspace import ORIGINAL_MODULE, Workspace
 
