@@ -3,7 +3,7 @@
 Those are 20,000 hidden rows and watched runs on 1,000 and 20,000 rows, except that kernels,
 which run under numba's CUDA simulator here, are watched on 250 and 2,500 rows. (The test suite
 draws 1,000 hidden rows for the cheats that are not a second-red-team class case, and says why
-in tests/test_red_team.py.) Prints Markdown tables for the README: cheats caught by the rule meant to catch them (and
+in tests/test_red_team.py.) Prints Markdown tables for docs/audit.md: cheats caught by the rule meant to catch them (and
 by which kinds of check), honest candidates passed per target kind, and audit times, with the
 machine it ran on.
 

@@ -1,4 +1,4 @@
-"""run_benchmark on every bundled example's candidate, as the README reports it.
+"""run_benchmark on every bundled example's candidate, as docs/benchmark.md reports it.
 
 Prints a Markdown table (rows, per-mode medians, speedup with its 95% interval, share of the
 UDF overhead removed) and the machine. Run it twice to see how stable the speedups are.

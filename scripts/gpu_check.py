@@ -20,7 +20,7 @@ Runs with what the machine has and installs nothing. Every part either runs, or 
    audit_candidate with backend "gpu", and nsys where it is on the PATH), where PySpark and the
    server's dependencies import.
 
-Prints a Markdown report (ready for the README) and one JSON summary; with --out DIR, writes
+Prints a Markdown report (ready for docs/backends.md) and one JSON summary; with --out DIR, writes
 both there too (summary.json, report.md, the traces). Exit 0 when every part that ran passed,
 1 when one failed. scripts/gpu_check.sh decides first whether there is a GPU to check.
 
@@ -326,7 +326,7 @@ def _record(path: Path | None, rows: int, trace: Path) -> dict[str, Any]:
     import pyarrow as pa
 
     from aether_mcp import backend
-    from aether_mcp.arrow_udf import column_to_series
+    from aether_mcp.arrow_pandas import column_to_series
     from aether_mcp.parsers import device_counters
 
     micro = _load(REPO / "benchmarks" / "gpu_micro.py", "gpu_micro")

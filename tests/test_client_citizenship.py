@@ -389,12 +389,13 @@ def test_the_registry_entry_matches_the_package_and_the_readme():
     assert entry["packages"][0]["identifier"] == project["name"] and len(entry["description"]) <= 100
     readme = (repo / "README.md").read_text()
     assert f"mcp-name: {entry['name']}" in readme
+    install_page = (repo / "docs" / "install.md").read_text()
     arguments = entry["packages"][0]["packageArguments"]
     assert arguments[0]["value"] == "serve" and arguments[1]["name"] == "--root" and arguments[1]["isRequired"]
-    # every variable listed is one the server reads and the README's table explains
+    # every variable listed is one the server reads and the install page's table explains
     source = "\n".join(path.read_text() for path in (repo / "aether_mcp").rglob("*.py"))
     for variable in entry["packages"][0]["environmentVariables"]:
-        assert f'"{variable["name"]}"' in source and f"| `{variable['name']}` |" in readme, variable["name"]
+        assert f'"{variable["name"]}"' in source and f"| `{variable['name']}` |" in install_page, variable["name"]
 
 
 def _varying(schema) -> set[str]:
