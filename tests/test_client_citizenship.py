@@ -521,17 +521,15 @@ def spin(n: int) -> int:
 SPIN_CANDIDATE = 'TARGET = "sql"\n\n\ndef build(n):\n    return n.cast("long")\n'
 
 
-async def _cancelled_midway(client, ws: str, tool: str, arguments: dict, *, after_s: float | None = None, marks: tuple[str, ...] = ()) -> None:
-    """Start `tool` in the background, cancel it once it is under way, and check that it stopped and left nothing:
-    no process mentions the workspace (or `marks`, for a tool that works outside it), and the next call works."""
+async def _cancelled_midway(client, ws: str, tool: str, arguments: dict, *, marks: tuple[str, ...] = ()) -> None:
+    """Start `tool` in the background, cancel it once it is under way (its first progress note came), and check that it
+    stopped and left nothing: no process mentions the workspace (or `marks`, for a tool that works outside it), and the
+    next call works."""
     call = arguments if tool == "scan_project" else {"workspace": ws, **arguments}
     started = await ok(client, "start_run", tool=tool, arguments=call)
     with anyio.fail_after(180):
-        if after_s is not None:
-            await anyio.sleep(after_s)
-        else:
-            while (await ok(client, "run_status", run_id=started["run_id"]))["progress"] is None:
-                await anyio.sleep(0.2)
+        while (await ok(client, "run_status", run_id=started["run_id"]))["progress"] is None:
+            await anyio.sleep(0.2)
     status = await ok(client, "run_status", run_id=started["run_id"])
     assert status["status"] == "running", (tool, status)  # still at work when cancelled
     cancelled = await ok(client, "cancel_run", run_id=started["run_id"])
@@ -549,7 +547,7 @@ async def test_each_long_tool_started_in_the_background_can_be_cancelled_midway_
     ws = (await ok(client, "init_workspace", source="jobs/spin.py", udf="spin"))["workspace"]
     await ok(client, "record_cases", workspace=ws, inputs=[[None], [0], [1], [8], [-3], [250_000]])
     # each row costs the original about 10 ms: a thousand of them, or thousands of hidden rows, take seconds
-    await _cancelled_midway(client, ws, "record_cases", {"inputs": [[200_000 + i] for i in range(1000)]}, after_s=2)
+    await _cancelled_midway(client, ws, "record_cases", {"inputs": [[200_000 + i] for i in range(1000)]})
     assert (await ok(client, "workspace_status", workspace=ws))["cases"] == 6  # nothing half-recorded
     await _cancelled_midway(client, ws, "suggest_inputs", {})
 

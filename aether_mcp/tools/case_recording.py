@@ -8,7 +8,7 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import case_file
+from aether_mcp import call_scope, case_file
 from aether_mcp.input_json import from_json_row, session_naive, to_json_row
 from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.nested_values import typed
@@ -63,6 +63,7 @@ def record_cases(root: SandboxRoot, workers: WorkerPool, workspace: str, inputs:
             fresh.append(row)
     outputs: list[Any] = []
     if fresh:
+        call_scope.report(0, 2, f"running the original on {len(fresh)} new row(s) through Spark ({len(duplicates)} already recorded; the first call starts a Spark worker)")
         try:
             outputs = workers.evaluate("reference", opened, "original", fresh).outputs
         except EvaluationFailed as exc:
@@ -78,7 +79,9 @@ def record_cases(root: SandboxRoot, workers: WorkerPool, workspace: str, inputs:
             recorded.append(RecordedCase(args=to_json_row(row), expected=repr(output)))
         entries.append(entry)
     if entries:
+        call_scope.report(1, 2, f"appending {len(entries)} case(s) to tests/cases.py")
         with opened.lock():
             case_file.append_cases(cases_path, entries)
+        call_scope.report(2, 2, "done")
     return RecordCasesResult(workspace=str(opened.path), recorded=recorded, duplicates=duplicates, cases_total=len(read_case_rows(cases_path)))
 
