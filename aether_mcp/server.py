@@ -23,7 +23,7 @@ from aether_mcp import __version__, artifact_links, background_runs, prompts, st
 from aether_mcp.path_guard import SandboxRoot, root_problem
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.tool_registry import history_tools, proof_tools, spec_tools, speed_tools, workspace_tools
-from aether_mcp.tool_registry.common import T
+from aether_mcp.tool_registry.tool_calls import T
 from aether_mcp.tools import (
     conversion_report,
 )

@@ -8,8 +8,8 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp.extraction.definitions import LiteralDomain, UdfArgument, UdfDefinition, _last_name, hint_to_type
-from aether_mcp.extraction.pandas_forms import _iterator_columns
+from aether_mcp.extraction.definitions import LiteralDomain, UdfArgument, UdfDefinition, hint_to_type, last_name
+from aether_mcp.extraction.pandas_forms import iterator_columns
 
 _NOT_LITERAL = object()
 
@@ -40,7 +40,7 @@ def literal_arguments(tree: ast.Module, definition: UdfDefinition, count: int) -
 
 def _lit_constant(node: ast.expr) -> Any:
     """The constant in `lit(c)` / `F.lit(c)` (a number, string or boolean; not None), else _NOT_LITERAL."""
-    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and _last_name(node.func) == "lit"):
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and last_name(node.func) == "lit"):
         return _NOT_LITERAL
     inner = node.args[0]
     if isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.USub) and isinstance(inner.operand, ast.Constant) and type(inner.operand.value) in (int, float):
@@ -61,6 +61,6 @@ def arguments_of(definition: UdfDefinition, shown_as: str) -> list[UdfArgument]:
     if not params:
         raise ToolError(f"UDF {definition.name!r} in {shown_as} takes no arguments; aether-mcp converts UDFs of one or more columns.")
     if definition.pandas_form == "iterator" and isinstance(definition.function, ast.FunctionDef):
-        return [UdfArgument(name=name, hint_type=None) for name in _iterator_columns(definition.function)]
+        return [UdfArgument(name=name, hint_type=None) for name in iterator_columns(definition.function)]
     use_hints = definition.kind == "row"
     return [UdfArgument(name=a.arg, hint_type=hint_to_type(a.annotation) if use_hints else None) for a in params]

@@ -150,16 +150,16 @@ def hint_to_type(annotation: ast.expr | None) -> str | None:
         except SyntaxError:
             return None
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        sides = [s for s in (annotation.left, annotation.right) if not _is_none(s)]
+        sides = [s for s in (annotation.left, annotation.right) if not is_none(s)]
         return hint_to_type(sides[0]) if len(sides) == 1 else None
     if isinstance(annotation, ast.Subscript):
-        outer = _last_name(annotation.value)
+        outer = last_name(annotation.value)
         inner = annotation.slice
         items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
         if outer == "Optional":
             return hint_to_type(items[0])
         if outer == "Union":
-            rest = [i for i in items if not _is_none(i)]
+            rest = [i for i in items if not is_none(i)]
             return hint_to_type(rest[0]) if len(rest) == 1 else None
         if outer in ("list", "List", "Sequence") and len(items) == 1:
             element = hint_to_type(items[0])
@@ -168,15 +168,15 @@ def hint_to_type(annotation: ast.expr | None) -> str | None:
             key, value = hint_to_type(items[0]), hint_to_type(items[1])
             return f"map<{key},{value}>" if key and value else None
         return None
-    return _HINT_TYPES.get(_last_name(annotation) or "")
+    return _HINT_TYPES.get(last_name(annotation) or "")
 
 
-class _UnreadableType(ValueError):
+class UnreadableType(ValueError):
     def __init__(self, shown: str) -> None:
         super().__init__(f"{shown!r} is not a literal Spark type")
 
 
-def _last_name(node: ast.expr) -> str | None:
+def last_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
@@ -184,17 +184,17 @@ def _last_name(node: ast.expr) -> str | None:
     return None
 
 
-def _dotted(node: ast.expr) -> str:
+def dotted(node: ast.expr) -> str:
     return ast.unparse(node)
 
 
-def _int_constant(node: ast.expr | None, default: int) -> int:
+def int_constant(node: ast.expr | None, default: int) -> int:
     if node is None:
         return default
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return node.value
-    raise _UnreadableType(ast.unparse(node))
+    raise UnreadableType(ast.unparse(node))
 
 
-def _is_none(node: ast.expr) -> bool:
+def is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None

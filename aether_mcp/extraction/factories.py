@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 
-from aether_mcp.extraction.definitions import UDF_FACTORIES, _last_name
+from aether_mcp.extraction.definitions import UDF_FACTORIES, last_name
 
 
-def _returned_udf(factory: ast.FunctionDef) -> tuple[ast.Call, ast.FunctionDef | ast.Lambda | None] | None:
+def returned_udf(factory: ast.FunctionDef) -> tuple[ast.Call, ast.FunctionDef | ast.Lambda | None] | None:
     """The UDF a factory returns: (the udf/pandas_udf call or decorator, the function it wraps), or None if it returns none."""
     inner_defs = {n.name: n for n in factory.body if isinstance(n, ast.FunctionDef)}
     assigned = {t.id: s.value for s in factory.body if isinstance(s, ast.Assign) for t in s.targets if isinstance(t, ast.Name)}
@@ -17,7 +17,7 @@ def _returned_udf(factory: ast.FunctionDef) -> tuple[ast.Call, ast.FunctionDef |
         value = statement.value
         if isinstance(value, ast.Name) and value.id in assigned:
             value = assigned[value.id]
-        if isinstance(value, ast.Call) and _factory_kind(value.func) is not None:
+        if isinstance(value, ast.Call) and factory_kind(value.func) is not None:
             wrapped = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "f"), None)
             if isinstance(wrapped, ast.Name):
                 wrapped = inner_defs.get(wrapped.id)
@@ -25,37 +25,37 @@ def _returned_udf(factory: ast.FunctionDef) -> tuple[ast.Call, ast.FunctionDef |
         if isinstance(value, ast.Name) and value.id in inner_defs:
             inner = inner_defs[value.id]
             for decorator in inner.decorator_list:
-                if _factory_kind(decorator.func if isinstance(decorator, ast.Call) else decorator) is not None:
+                if factory_kind(decorator.func if isinstance(decorator, ast.Call) else decorator) is not None:
                     call = decorator if isinstance(decorator, ast.Call) else ast.Call(func=decorator, args=[], keywords=[])
                     return call, inner
     return None
 
 
-def _unwrapped_factory(factory: ast.FunctionDef) -> ast.FunctionDef:
+def unwrapped_factory(factory: ast.FunctionDef) -> ast.FunctionDef:
     """The factory with each udf(...)/pandas_udf(...) wrapper replaced by the function it wraps, and UDF decorators dropped."""
 
     class Unwrap(ast.NodeTransformer):
         def visit_Call(self, node: ast.Call) -> ast.AST:
             self.generic_visit(node)
-            if _factory_kind(node.func) is not None:
+            if factory_kind(node.func) is not None:
                 wrapped = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "f"), None)
                 if wrapped is not None:
                     return wrapped
             return node
 
         def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
-            node.decorator_list = [d for d in node.decorator_list if _factory_kind(d.func if isinstance(d, ast.Call) else d) is None]
+            node.decorator_list = [d for d in node.decorator_list if factory_kind(d.func if isinstance(d, ast.Call) else d) is None]
             self.generic_visit(node)
             return node
 
     clone = ast.parse(ast.unparse(factory)).body[0]
     assert isinstance(clone, ast.FunctionDef)
-    clone.decorator_list = [d for d in clone.decorator_list if _factory_kind(d.func if isinstance(d, ast.Call) else d) is None]
+    clone.decorator_list = [d for d in clone.decorator_list if factory_kind(d.func if isinstance(d, ast.Call) else d) is None]
     clone.body = [Unwrap().visit(statement) for statement in clone.body]
     return ast.fix_missing_locations(clone)
 
 
-def _is_literal(node: ast.expr) -> bool:
+def is_literal(node: ast.expr) -> bool:
     try:
         ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -63,12 +63,12 @@ def _is_literal(node: ast.expr) -> bool:
     return True
 
 
-def _registered_name(node: ast.Call) -> str | None:
+def registered_name(node: ast.Call) -> str | None:
     """The SQL name of `spark.udf.register("name", ...)` or `register(name="name", ...)`; None when it is not a literal."""
     first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
     return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
 
 
-def _factory_kind(node: ast.expr) -> str | None:
-    name = _last_name(node)
+def factory_kind(node: ast.expr) -> str | None:
+    name = last_name(node)
     return UDF_FACTORIES.get(name or "")

@@ -7,9 +7,9 @@ import re
 
 from mcp.server.mcpserver.exceptions import ToolError
 
-from aether_mcp.extraction.definitions import ImportedName, T, UdfDefinition, _dotted, _int_constant, _last_name, _UnreadableType, imported_module, imported_name
-from aether_mcp.extraction.factories import _factory_kind, _is_literal, _registered_name, _returned_udf
-from aether_mcp.extraction.pandas_forms import FRAME_FUNCTION_METHODS, _pandas_form
+from aether_mcp.extraction.definitions import ImportedName, T, UdfDefinition, UnreadableType, dotted, imported_module, imported_name, int_constant, last_name
+from aether_mcp.extraction.factories import factory_kind, is_literal, registered_name, returned_udf
+from aether_mcp.extraction.pandas_forms import FRAME_FUNCTION_METHODS, read_pandas_form
 from aether_mcp.spark_types import TYPE_CLASS_NAMES, UnknownSparkType, parse_type, type_name
 
 # Confs from the job that change what a UDF computes; resource confs do not travel.
@@ -18,7 +18,7 @@ SEMANTIC_CONF_PREFIXES = ("spark.sql.", "spark.python.")
 
 def find_udfs(tree: ast.Module) -> list[UdfDefinition]:
     """Every UDF definition in the module, in source order, with duplicates of one function merged."""
-    finder = _UdfFinder(tree)
+    finder = UdfFinder(tree)
     finder.visit(tree)
     merged: list[UdfDefinition] = []
     for found in sorted(finder.found, key=lambda d: d.line):
@@ -90,7 +90,7 @@ def find_spark_conf(tree: ast.Module) -> dict[str, str]:
     return conf
 
 
-class _UdfFinder(ast.NodeVisitor):
+class UdfFinder(ast.NodeVisitor):
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         self.found: list[UdfDefinition] = []
@@ -107,7 +107,7 @@ class _UdfFinder(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         for decorator in node.decorator_list:
             call = decorator if isinstance(decorator, ast.Call) else None
-            factory = _factory_kind(call.func if call else decorator)
+            factory = factory_kind(call.func if call else decorator)
             if factory is None:
                 continue
             args = list(call.args) if call else []
@@ -116,7 +116,7 @@ class _UdfFinder(ast.NodeVisitor):
             self._add(
                 name=node.name,
                 aliases=set(),
-                form=f"@{_dotted(call.func if call else decorator)}" + ("(...)" if call else ""),
+                form=f"@{dotted(call.func if call else decorator)}" + ("(...)" if call else ""),
                 kind=factory,
                 line=decorator.lineno,
                 function=node,
@@ -134,7 +134,7 @@ class _UdfFinder(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value
         if isinstance(value, ast.Call) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            factory = _factory_kind(value.func)
+            factory = factory_kind(value.func)
             made = self._udf_factory(value) if factory is None else None
             if made is not None:
                 self._add_from_factory(node, node.targets[0].id, value, *made)
@@ -148,7 +148,7 @@ class _UdfFinder(ast.NodeVisitor):
                     problem=problem,
                     name=target,
                     aliases={function_name} if isinstance(function, ast.FunctionDef) else set(),
-                    form=f"{target} = {_dotted(value.func)}(...)",
+                    form=f"{target} = {dotted(value.func)}(...)",
                     kind=factory,
                     line=node.lineno,
                     function=function,
@@ -166,9 +166,9 @@ class _UdfFinder(ast.NodeVisitor):
             and func.attr == "register"
             and isinstance(func.value, ast.Attribute)
             and func.value.attr == "udf"
-            and isinstance(_registered_name(node), str)
+            and isinstance(registered_name(node), str)
         ):
-            registered = _registered_name(node)
+            registered = registered_name(node)
             keywords = {k.arg: k.value for k in node.keywords if k.arg}
             fn_node = node.args[1] if len(node.args) > 1 else keywords.get("f")
             return_node = node.args[2] if len(node.args) > 2 else keywords.get("returnType")
@@ -202,7 +202,7 @@ class _UdfFinder(ast.NodeVisitor):
         factory = next((s for s in self.tree.body if isinstance(s, ast.FunctionDef) and s.name == call.func.id), None)
         if factory is None:
             return None
-        made = _returned_udf(factory)
+        made = returned_udf(factory)
         if made is None:
             return None
         inner_call, wrapped = made
@@ -210,7 +210,7 @@ class _UdfFinder(ast.NodeVisitor):
 
     def _add_from_factory(self, node: ast.Assign, target: str, call: ast.Call, factory: ast.FunctionDef, inner_call: ast.Call, wrapped) -> None:
         keywords = {k.arg: k.value for k in inner_call.keywords if k.arg}
-        kind = _factory_kind(inner_call.func) or "row"
+        kind = factory_kind(inner_call.func) or "row"
         if isinstance(wrapped, ast.FunctionDef) and wrapped.decorator_list and inner_call in wrapped.decorator_list:
             return_node = inner_call.args[0] if inner_call.args else keywords.get("returnType")
             extra_args = inner_call.args[1:]
@@ -220,7 +220,7 @@ class _UdfFinder(ast.NodeVisitor):
         problem = None
         if wrapped is None:
             problem = f"UDF factory {factory.name}() at line {factory.lineno} returns a UDF of something other than a lambda or a function defined in it; aether-mcp cannot extract it."
-        elif not all(_is_literal(argument) for argument in [*call.args, *(k.value for k in call.keywords)]) or any(k.arg is None for k in call.keywords):
+        elif not all(is_literal(argument) for argument in [*call.args, *(k.value for k in call.keywords)]) or any(k.arg is None for k in call.keywords):
             problem = (
                 f"UDF {target!r} at line {node.lineno} comes from the factory {factory.name}() called with arguments that are not literals "
                 f"({ast.unparse(call)}). Only a factory called with literal arguments can be bound; pass literals, or write the UDF as a "
@@ -294,14 +294,14 @@ class _UdfFinder(ast.NodeVisitor):
         imported, self.imported = self.imported, None
         pandas_form = None
         if error is None and kind == "pandas":
-            pandas_form, error = _pandas_form(keywords.get("functionType") or (extra_args[0] if extra_args else None), function, line)
+            pandas_form, error = read_pandas_form(keywords.get("functionType") or (extra_args[0] if extra_args else None), function, line)
         if error is None:
             if return_node is None and kind == "pandas":
                 error = f"pandas UDF {name!r} at line {line} has no return type; pass return_type."
             else:
                 try:
-                    return_type = T.StringType() if return_node is None else self._read_type(return_node, set())
-                except (UnknownSparkType, _UnreadableType) as exc:
+                    return_type = T.StringType() if return_node is None else self.read_type(return_node, set())
+                except (UnknownSparkType, UnreadableType) as exc:
                     error = (
                         f"cannot read the return type of UDF {name!r} at line {line}: {exc}. "
                         "Pass return_type as a Spark DDL type name, e.g. return_type='double'."
@@ -352,36 +352,36 @@ class _UdfFinder(ast.NodeVisitor):
             if (statement.end_lineno or 0) < line and not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         )
 
-    def _read_type(self, node: ast.expr, visiting: set[str]) -> T.DataType:
+    def read_type(self, node: ast.expr, visiting: set[str]) -> T.DataType:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return parse_type(node.value)
         if isinstance(node, ast.Name) and node.id in self.module_constants and node.id not in visiting:
-            return self._read_type(self.module_constants[node.id], visiting | {node.id})
+            return self.read_type(self.module_constants[node.id], visiting | {node.id})
         if isinstance(node, ast.Call):
-            cls = _last_name(node.func)
+            cls = last_name(node.func)
             args = list(node.args)
             keywords = {k.arg: k.value for k in node.keywords if k.arg}
             if cls in TYPE_CLASS_NAMES:
                 return parse_type(TYPE_CLASS_NAMES[cls])
             if cls == "DecimalType":
-                precision = _int_constant(args[0] if args else keywords.get("precision"), 10)
-                scale = _int_constant(args[1] if len(args) > 1 else keywords.get("scale"), 0)
+                precision = int_constant(args[0] if args else keywords.get("precision"), 10)
+                scale = int_constant(args[1] if len(args) > 1 else keywords.get("scale"), 0)
                 return T.DecimalType(precision, scale)
             if cls == "ArrayType" and (args or "elementType" in keywords):
-                return T.ArrayType(self._read_type(args[0] if args else keywords["elementType"], visiting), True)
+                return T.ArrayType(self.read_type(args[0] if args else keywords["elementType"], visiting), True)
             if cls == "MapType" and len(args) >= 2:
-                return T.MapType(self._read_type(args[0], visiting), self._read_type(args[1], visiting), True)
+                return T.MapType(self.read_type(args[0], visiting), self.read_type(args[1], visiting), True)
             if cls == "StructType" and args and isinstance(args[0], (ast.List, ast.Tuple)):
                 fields = []
                 for item in args[0].elts:
-                    if not (isinstance(item, ast.Call) and _last_name(item.func) == "StructField" and len(item.args) >= 2):
-                        raise _UnreadableType(ast.unparse(item))
+                    if not (isinstance(item, ast.Call) and last_name(item.func) == "StructField" and len(item.args) >= 2):
+                        raise UnreadableType(ast.unparse(item))
                     field_name = item.args[0]
                     if not (isinstance(field_name, ast.Constant) and isinstance(field_name.value, str)):
-                        raise _UnreadableType(ast.unparse(item))
-                    fields.append(T.StructField(field_name.value, self._read_type(item.args[1], visiting), True))
+                        raise UnreadableType(ast.unparse(item))
+                    fields.append(T.StructField(field_name.value, self.read_type(item.args[1], visiting), True))
                 return T.StructType(fields)
-        raise _UnreadableType(ast.unparse(node))
+        raise UnreadableType(ast.unparse(node))
 
 
 def _same_type(a: T.DataType | None, b: T.DataType | None) -> bool:

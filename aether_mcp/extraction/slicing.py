@@ -15,7 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.extraction.arguments import arguments_of, literal_arguments
 from aether_mcp.extraction.definitions import SPARK_STATE_MARKERS, ExtractedUdf, ImportedName, UdfDefinition, imported_name, read_source
-from aether_mcp.extraction.factories import _factory_kind, _unwrapped_factory
+from aether_mcp.extraction.factories import factory_kind, unwrapped_factory
 from aether_mcp.extraction.finder import find_spark_conf, find_udfs
 from aether_mcp.extraction.local_modules import LocalModules
 
@@ -400,7 +400,7 @@ def _import_text(imported: ImportedName) -> str:
 def _function_code(definition: UdfDefinition, lines: list[str]) -> str:
     if definition.factory is not None and definition.factory_call is not None:
         # The factory as plain Python (its UDF wrapper removed), then the job's own call of it: the closure is the UDF.
-        plain = _unwrapped_factory(definition.factory)
+        plain = unwrapped_factory(definition.factory)
         return f"{ast.unparse(plain)}\n\n\n{definition.function_name} = {ast.unparse(definition.factory_call)}"
     function = definition.function
     if isinstance(function, ast.Lambda):
@@ -409,7 +409,7 @@ def _function_code(definition: UdfDefinition, lines: list[str]) -> str:
         stub.args = function.args
         stub.body = [ast.Return(value=function.body)]
         return ast.unparse(ast.fix_missing_locations(stub))
-    kept = [d for d in function.decorator_list if _factory_kind(d.func if isinstance(d, ast.Call) else d) is None]
+    kept = [d for d in function.decorator_list if factory_kind(d.func if isinstance(d, ast.Call) else d) is None]
     decorators = [textwrap.dedent("\n".join(lines[d.lineno - 1 : d.end_lineno])).strip() for d in kept]
     body = textwrap.dedent("\n".join(lines[function.lineno - 1 : function.end_lineno]))
     code = "\n".join([f"@{d.lstrip('@')}" for d in decorators] + [body])

@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError
 from aether_mcp import background_runs, strict_wire
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import WorkerPool
-from aether_mcp.tool_registry.common import SnapshotIdArg, WorkspaceArg, _annotations
+from aether_mcp.tool_registry.tool_calls import SnapshotIdArg, WorkspaceArg, tool_annotations
 from aether_mcp.tools import (
     snapshots,
 )
@@ -31,7 +31,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="snapshot",
         title="Snapshot the agent's files",
-        annotations=_annotations(read_only=False),
+        annotations=tool_annotations(read_only=False),
         description=(
             "Records every editable file (tests, candidates, notes; never protected files) under a label in the "
             "workspace's own store under .aether/ (no git involved). Returns the snapshot_id for revert and diff."
@@ -43,7 +43,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="list_snapshots",
         title="List snapshots",
-        annotations=_annotations(read_only=True, idempotent=True),
+        annotations=tool_annotations(read_only=True, idempotent=True),
         description="Read-only. Lists the workspace's snapshots (id, label, time, file count), oldest first; snapshot 0 is the workspace as created.",
     )
     def list_snapshots(workspace: WorkspaceArg) -> snapshots.ListSnapshotsResult:
@@ -52,7 +52,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="diff",
         title="Diff two snapshots",
-        annotations=_annotations(read_only=True, idempotent=True),
+        annotations=tool_annotations(read_only=True, idempotent=True),
         description=(
             "Read-only. Unified diff of the editable files between snapshot `from_id` and snapshot `to_id` "
             "(omit to_id to compare with the current files), with added/removed/modified lists and changed lines per file; "
@@ -71,7 +71,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="revert",
         title="Revert the agent's files to a snapshot",
-        annotations=_annotations(read_only=False, destructive=True, idempotent=True),
+        annotations=tool_annotations(read_only=False, destructive=True, idempotent=True),
         description=(
             "Restores every editable file to its content in the snapshot, byte for byte, and deletes editable "
             "files created after it; protected files are never touched. The files being replaced are first "
@@ -84,7 +84,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="start_run",
         title="Start a long tool call in the background",
-        annotations=_annotations(read_only=False),
+        annotations=tool_annotations(read_only=False),
         description=(
             f"For work longer than a host waits for (benchmarks at 1M rows, optimization steps, audits): starts `tool` "
             f"({', '.join(BACKGROUND_TOOLS)}) with `arguments` exactly as a direct call takes them (checked now) and returns "
@@ -109,7 +109,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="run_status",
         title="Progress and result of a background run",
-        annotations=_annotations(read_only=True, idempotent=True),
+        annotations=tool_annotations(read_only=True, idempotent=True),
         description=(
             "Returns a run's status (running, succeeded, failed, cancelled), its latest progress, and once it ends the "
             "tool's structured result or its error. `wait_s` waits up to that long for the run to end first."
@@ -124,7 +124,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="cancel_run",
         title="Stop a background run",
-        annotations=_annotations(read_only=False, idempotent=True),
+        annotations=tool_annotations(read_only=False, idempotent=True),
         description="Stops a background run and every process it started (waits up to 30 s for them to end); returns its status.",
     )
     async def cancel_run(run_id: Annotated[str, Field(description="the run_id from start_run")]) -> background_runs.RunStatus:

@@ -11,7 +11,7 @@ from pydantic import Field
 from aether_mcp import background_runs
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import WorkerPool
-from aether_mcp.tool_registry.common import BackendArg, CandidateArg, WorkspaceArg, _annotations, _in_thread
+from aether_mcp.tool_registry.tool_calls import BackendArg, CandidateArg, WorkspaceArg, in_thread, tool_annotations
 from aether_mcp.tools import (
     byte_compare,
     cheat_audit,
@@ -23,7 +23,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="byte_compare",
         title="Prove a candidate equal to the original as Spark runs it",
-        annotations=_annotations(read_only=True, idempotent=False),
+        annotations=tool_annotations(read_only=True, idempotent=False),
         description=(
             "Constraints: `candidate` names candidate/<name>.py. Runs the original (reference worker) and the candidate (confined "
             "candidate worker, batch shape drawn per call) on every case, an edge corpus of the argument types, and hidden rows from a "
@@ -40,12 +40,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         hidden_rows: Annotated[int, Field(ge=0, le=200_000, description="how many hidden rows to generate")] = 20_000,
         backend: BackendArg = None,
     ) -> byte_compare.ByteCompareResult:
-        return await _in_thread(ctx, partial(byte_compare.byte_compare, sandbox, pool, workspace, candidate, hidden_rows, backend=backend))
+        return await in_thread(ctx, partial(byte_compare.byte_compare, sandbox, pool, workspace, candidate, hidden_rows, backend=backend))
 
     @server.tool(
         name="audit_candidate",
         title="Audit a candidate for cheats, with a fresh comparison",
-        annotations=_annotations(read_only=True, idempotent=False),
+        annotations=tool_annotations(read_only=True, idempotent=False),
         description=(
             "Constraints: `candidate` names candidate/<name>.py; the workspace intact, its tests (if frozen) as recorded. "
             "A deterministic judge: static rules over the candidate and the modules it imports (reaching the original, row-at-a-time "
@@ -64,12 +64,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         hidden_rows: Annotated[int, Field(ge=1000, le=200_000, description="hidden rows for the fresh comparison")] = 20_000,
         backend: BackendArg = None,
     ) -> cheat_audit.AuditCandidateResult:
-        return await _in_thread(ctx, partial(cheat_audit.audit_candidate, sandbox, pool, workspace, candidate, hidden_rows, backend=backend))
+        return await in_thread(ctx, partial(cheat_audit.audit_candidate, sandbox, pool, workspace, candidate, hidden_rows, backend=backend))
 
     @server.tool(
         name="record_deviation",
         title="Declare a behaviour difference of a candidate",
-        annotations=_annotations(read_only=False),
+        annotations=tool_annotations(read_only=False),
         description=(
             "Constraints: `summary` and `reason` at least 10 characters; give `ulp_tolerance` (floats this many ULPs apart are "
             "equal), `applies_to` (a predicate over the argument names, e.g. \"amount is not None and amount < 0\": comparisons, "
@@ -93,7 +93,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="remove_deviation",
         title="Remove a recorded deviation",
-        annotations=_annotations(read_only=False, destructive=True),
+        annotations=tool_annotations(read_only=False, destructive=True),
         description="Removes one deviation (by the deviation_id record_deviation returned); later comparisons are exact again there. Returns the deviations left.",
     )
     def remove_deviation(

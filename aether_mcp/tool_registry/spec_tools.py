@@ -11,7 +11,7 @@ from pydantic import Field
 from aether_mcp import background_runs
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import WorkerPool
-from aether_mcp.tool_registry.common import BackendArg, JsonCell, WorkspaceArg, _annotations, _in_thread, _scoped
+from aether_mcp.tool_registry.tool_calls import BackendArg, JsonCell, WorkspaceArg, in_thread, scoped_call, tool_annotations
 from aether_mcp.tools import (
     case_recording,
     freezing,
@@ -25,7 +25,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="record_cases",
         title="Record the original's real outputs as behaviour cases",
-        annotations=_annotations(read_only=False),
+        annotations=tool_annotations(read_only=False),
         description=(
             "Constraints: `inputs` is 1..1000 argument rows in UDF order, JSON values read by the declared types (floats may be "
             "\"NaN\", \"Infinity\", \"-0.0\"; dates \"YYYY-MM-DD\"; timestamps ISO 8601; binary {\"hex\": \"..\"}; structs objects "
@@ -39,12 +39,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         inputs: Annotated[list[list[JsonCell]], Field(min_length=1, max_length=1000, description="argument rows, e.g. [[65, 100.0, \"gold\"], [null, \"NaN\", \" gold\"]]")],
         why: Annotated[str | None, Field(description="what these rows pin, one line")] = None,
     ) -> case_recording.RecordCasesResult:
-        return await _in_thread(ctx, _scoped(case_recording.record_cases, sandbox, pool, workspace, inputs, why))
+        return await in_thread(ctx, scoped_call(case_recording.record_cases, sandbox, pool, workspace, inputs, why))
 
     @server.tool(
         name="run_tests",
         title="Run the workspace's tests against a target through Spark",
-        annotations=_annotations(read_only=True, idempotent=True),
+        annotations=tool_annotations(read_only=True, idempotent=True),
         description=(
             "Constraints: `target` is 'original' or 'candidate:<name>'; needs tests/test_*.py; killed after `timeout_s` "
             "(default aether.toml's, 300 s). Runs pytest in a sandboxed process with the fixture `udf_under_test(rows)` bound to "
@@ -59,12 +59,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         timeout_s: Annotated[int | None, Field(ge=1, le=3600, description="hard limit for the whole run, in seconds")] = None,
         backend: BackendArg = None,
     ) -> suite_runs.RunTestsResult:
-        return await _in_thread(ctx, partial(suite_runs.run_tests, sandbox, pool, workspace, target, timeout_s=timeout_s, backend=backend))
+        return await in_thread(ctx, partial(suite_runs.run_tests, sandbox, pool, workspace, target, timeout_s=timeout_s, backend=backend))
 
     @server.tool(
         name="coverage_report",
         title="Line and branch coverage of the original under the cases",
-        annotations=_annotations(read_only=True, idempotent=True),
+        annotations=tool_annotations(read_only=True, idempotent=True),
         description=(
             "Constraints: needs cases in tests/cases.py and Java 17+. Measures line and branch coverage of "
             "original/udf.py (the UDF and its helpers) with coverage.py while the original runs on every case, its "
@@ -74,12 +74,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         ),
     )
     async def coverage_report(workspace: WorkspaceArg, ctx: Context) -> spec_strength.CoverageReport:
-        return await _in_thread(ctx, _scoped(spec_strength.coverage_report, sandbox, pool, workspace))
+        return await in_thread(ctx, scoped_call(spec_strength.coverage_report, sandbox, pool, workspace))
 
     @server.tool(
         name="mutation_score",
         title="How many plausible bugs the cases catch",
-        annotations=_annotations(read_only=True, idempotent=True),
+        annotations=tool_annotations(read_only=True, idempotent=True),
         description=(
             "Constraints: needs cases in tests/cases.py and Java 17+. Generates mutants of original/udf.py "
             "(comparison operators and boundaries, arithmetic, constants +/-1 and 0, negated conditions, and/or, "
@@ -91,12 +91,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         ),
     )
     async def mutation_score(workspace: WorkspaceArg, ctx: Context) -> spec_strength.MutationScore:
-        return await _in_thread(ctx, _scoped(spec_strength.mutation_score, sandbox, pool, workspace))
+        return await in_thread(ctx, scoped_call(spec_strength.mutation_score, sandbox, pool, workspace))
 
     @server.tool(
         name="suggest_inputs",
         title="Input rows that close coverage and mutation gaps",
-        annotations=_annotations(read_only=False, idempotent=False),
+        annotations=tool_annotations(read_only=False, idempotent=False),
         description=(
             "Constraints: needs cases in tests/cases.py and Java 17+ (runs coverage_report and mutation_score when "
             "their results are stale). Returns argument rows in record_cases form, each with what it targets: an "
@@ -105,12 +105,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         ),
     )
     async def suggest_inputs(workspace: WorkspaceArg, ctx: Context) -> spec_strength.SuggestInputsResult:
-        return await _in_thread(ctx, _scoped(spec_strength.suggest_inputs, sandbox, pool, workspace))
+        return await in_thread(ctx, scoped_call(spec_strength.suggest_inputs, sandbox, pool, workspace))
 
     @server.tool(
         name="audit_tests",
         title="Review the tests for patterns that pin nothing",
-        annotations=_annotations(read_only=True, idempotent=True),
+        annotations=tool_annotations(read_only=True, idempotent=True),
         description=(
             "Static review of tests/test_*.py (never run in the server) and tests/cases.py: tests without "
             "assertions, only weak assertions (non-null, row counts, types), skip/xfail, try/except that swallows "
@@ -120,12 +120,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         ),
     )
     async def audit_tests(workspace: WorkspaceArg, ctx: Context) -> suite_audit.AuditTestsResult:
-        return await _in_thread(ctx, _scoped(suite_audit.audit_tests, sandbox, pool, workspace))
+        return await in_thread(ctx, scoped_call(suite_audit.audit_tests, sandbox, pool, workspace))
 
     @server.tool(
         name="justify",
         title="Record why an uncovered branch or surviving mutant is acceptable",
-        annotations=_annotations(read_only=False, idempotent=True),
+        annotations=tool_annotations(read_only=False, idempotent=True),
         description=(
             "Constraints: `item` is an open item of the latest coverage_report or mutation_score: 'line:N', "
             "'branch:A->B' (B may be 'exit') or 'mutant:<id>'; `reason` at least 15 characters (unreachable because, "
@@ -142,7 +142,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="freeze_tests",
         title="Freeze the tests once the phase-1 gates hold",
-        annotations=_annotations(read_only=False),
+        annotations=tool_annotations(read_only=False),
         description=(
             "Constraints: refused until tests pass on the original, the coverage gate and the mutation gate hold on "
             "the current files. Records the hashes of every file under tests/ and the number of cases; from then on "
@@ -156,7 +156,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="unfreeze_tests",
         title="Unfreeze the tests, with a logged reason",
-        annotations=_annotations(read_only=False),
+        annotations=tool_annotations(read_only=False),
         description=(
             "Constraints: the tests must be frozen; `reason` at least 15 characters. Lifts the freeze and logs the "
             "reason with the files changed since the freeze; the log is shown by workspace_status and the report, so "

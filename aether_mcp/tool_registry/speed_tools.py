@@ -12,7 +12,7 @@ from aether_mcp import background_runs
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import WorkerPool
-from aether_mcp.tool_registry.common import BackendArg, CandidateArg, WorkspaceArg, _annotations, _in_thread
+from aether_mcp.tool_registry.tool_calls import BackendArg, CandidateArg, WorkspaceArg, in_thread, tool_annotations
 from aether_mcp.tools import (
     benchmarking,
     conversion_report,
@@ -27,7 +27,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="generate_data",
         title="Generate benchmark data for the UDF's arguments",
-        annotations=_annotations(read_only=False, idempotent=True),
+        annotations=tool_annotations(read_only=False, idempotent=True),
         description=(
             "Constraints: `spec` maps argument names to {null_rate, min, max, "
             "values}. Writes Parquet under .aether/data/, deterministic for (spec, seed, rows) and reused when they "
@@ -43,12 +43,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         seed: Annotated[int | None, Field(ge=0, le=2**63 - 1, description="generator seed (default 0)")] = None,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="per argument: null_rate, min, max, values")] = None,
     ) -> GenerateDataResult:
-        return await _in_thread(ctx, lambda cancel, progress: benchmarking.generate_data(sandbox, workspace, rows, seed, spec, progress))
+        return await in_thread(ctx, lambda cancel, progress: benchmarking.generate_data(sandbox, workspace, rows, seed, spec, progress))
 
     @server.tool(
         name="run_benchmark",
         title="Benchmark original vs candidate vs the no-UDF floor in Spark",
-        annotations=_annotations(read_only=True, idempotent=False),
+        annotations=tool_annotations(read_only=True, idempotent=False),
         description=(
             "Constraints: the candidate must pass byte_compare on 2000 hidden rows first; kernel candidates need the GPU backend. "
             "Generates (or reuses) data as generate_data does (`spec`), then a separate Spark application (`master`, else "
@@ -73,14 +73,14 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         precision: Annotated[float, Field(gt=0, le=1, description="target half-width of the speedup's 95% interval, as a share of the speedup")] = benchmarking.DEFAULT_PRECISION,
         time_budget_s: Annotated[float | None, Field(ge=0, le=3600, description="most seconds of extra rounds; default as long again as the first rounds took, at most 60")] = None,
     ) -> benchmarking.RunBenchmarkResult:
-        return await _in_thread(
+        return await in_thread(
             ctx, partial(benchmarking.run_benchmark, sandbox, pool, workspace, candidate, rows, repeats, warmup, modes, master, spec, backend=backend, precision=precision, time_budget_s=time_budget_s)
         )
 
     @server.tool(
         name="validate_on_data",
         title="Compare original and candidate over the user's own data, inside Spark",
-        annotations=_annotations(read_only=True, idempotent=False),
+        annotations=tool_annotations(read_only=True, idempotent=False),
         description=(
             "Constraints: not for aggregations; data: Parquet, CSV, JSON or ORC inside the root, or a URI the master reads. "
             "Three Spark applications on `master`: the original over the data's argument columns (`columns`, in argument order, "
@@ -99,12 +99,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         master: Annotated[str | None, Field(description="Spark master URL, e.g. spark://host:7077 (remote: audit_candidate must have passed the current bytes here); default aether.toml's [benchmark] master, else local[*]")] = None,
         limit: Annotated[int | None, Field(ge=1, le=10_000_000_000, description="compare at most this many rows")] = None,
     ) -> data_validation.ValidateOnDataResult:
-        return await _in_thread(ctx, lambda cancel, progress: data_validation.validate_on_data(sandbox, workspace, candidate, data, columns, format, master, limit, progress=progress, cancel=cancel))
+        return await in_thread(ctx, lambda cancel, progress: data_validation.validate_on_data(sandbox, workspace, candidate, data, columns, format, master, limit, progress=progress, cancel=cancel))
 
     @server.tool(
         name="tune_arrow_batch",
         title="Sweep the Arrow batch size for a vectorized candidate",
-        annotations=_annotations(read_only=True, idempotent=False),
+        annotations=tool_annotations(read_only=True, idempotent=False),
         description=(
             "Constraints: a vectorized (on a GPU, kernel) candidate that passes byte_compare on 2000 hidden rows; 1 to 12 values "
             "of spark.sql.execution.arrow.maxRecordsPerBatch (default 1000 to 500000). Times the candidate (and a pandas UDF "
@@ -121,12 +121,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         repeats: Annotated[int, Field(ge=1, le=50, description="recorded runs per size")] = 3,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
     ) -> benchmarking.TuneArrowBatchResult:
-        return await _in_thread(ctx, partial(benchmarking.tune_arrow_batch, sandbox, pool, workspace, candidate, sizes, rows, repeats, None, spec))
+        return await in_thread(ctx, partial(benchmarking.tune_arrow_batch, sandbox, pool, workspace, candidate, sizes, rows, repeats, None, spec))
 
     @server.tool(
         name="micro_benchmark",
         title="Time the candidate alone against the original, in seconds",
-        annotations=_annotations(read_only=True, idempotent=False),
+        annotations=tool_annotations(read_only=True, idempotent=False),
         description=(
             "Vectorized or kernel: in a child without Spark, on generated data shaped as Spark hands it over, evaluate(*series) "
             "vs the original mapped over the rows, one warm-up each, then alternating (GPU work synchronized). Sql: the "
@@ -143,12 +143,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
         backend: BackendArg = None,
     ) -> benchmarking.MicroBenchmarkResult:
-        return await _in_thread(ctx, partial(benchmarking.micro_benchmark, sandbox, workspace, candidate, rows, repeats, spec, backend=backend, workers=pool))
+        return await in_thread(ctx, partial(benchmarking.micro_benchmark, sandbox, workspace, candidate, rows, repeats, spec, backend=backend, workers=pool))
 
     @server.tool(
         name="nsys_profile",
         title="Profile a candidate: nsys on a GPU, Python's profiler on CPU, the Spark plan for sql",
-        annotations=_annotations(read_only=True, idempotent=False),
+        annotations=tool_annotations(read_only=True, idempotent=False),
         description=(
             "Constraints: kernel candidates need a GPU. vectorized/kernel: with a GPU and nsys on the PATH, evaluate(*series) "
             "under `nsys profile`: backend 'nsys' with the top kernels, host/device copies, NVTX ranges, kernel/wall ratio and "
@@ -164,12 +164,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         rows: Annotated[int, Field(ge=1, le=10_000_000, description="rows of generated data for vectorized/kernel candidates")] = 1_000_000,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
     ) -> profiling.ProfileResult:
-        return await _in_thread(ctx, partial(profiling.nsys_profile, sandbox, pool, workspace, candidate, rows, spec))
+        return await in_thread(ctx, partial(profiling.nsys_profile, sandbox, pool, workspace, candidate, rows, spec))
 
     @server.tool(
         name="try_optimization",
         title="One verified optimize step: keep the change only if clean, equal and faster",
-        annotations=_annotations(read_only=False, destructive=True, idempotent=False),
+        annotations=tool_annotations(read_only=False, destructive=True, idempotent=False),
         description=(
             "Constraints: the tests must be frozen; `label` says what changed. The first call records the candidate as the "
             "best (after an audit_candidate PASS). Each later call snapshots the files, runs audit_candidate, then times the "
@@ -190,12 +190,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
         hidden_rows: Annotated[int, Field(ge=1000, le=200_000, description="hidden rows for the audit's fresh comparison")] = 20_000,
     ) -> optimization.TryOptimizationResult:
-        return await _in_thread(ctx, partial(optimization.try_optimization, sandbox, pool, workspace, candidate, label, min_gain, rows, repeats, spec, hidden_rows))
+        return await in_thread(ctx, partial(optimization.try_optimization, sandbox, pool, workspace, candidate, label, min_gain, rows, repeats, spec, hidden_rows))
 
     @server.tool(
         name="report",
         title="Write the conversion report",
-        annotations=_annotations(read_only=True, idempotent=True),
+        annotations=tool_annotations(read_only=True, idempotent=True),
         description=(
             "Runs nothing: builds the report from what the tools recorded, marking results of files changed since as stale. "
             "Writes .aether/report/report.md and report.json (artifacts) with sections: the UDF and its source, tests "
@@ -211,7 +211,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="apply_conversion",
         title="Write the job with its UDF replaced by a verified candidate, next to the original",
-        annotations=_annotations(read_only=False, idempotent=True),
+        annotations=tool_annotations(read_only=False, idempotent=True),
         description=(
             "Constraints: the candidate has byte_compare equal and audit_candidate PASS on its current file; sql or vectorized. "
             "Never edits your files: writes <job>.converted.py and <udf>_<candidate>.py beside the job (replacing only its own "
@@ -222,4 +222,4 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         ),
     )
     async def apply_conversion(workspace: WorkspaceArg, candidate: CandidateArg, ctx: Context) -> job_conversion.ApplyConversionResult:
-        return await _in_thread(ctx, lambda cancel, progress: job_conversion.apply_conversion(sandbox, workspace, candidate))
+        return await in_thread(ctx, lambda cancel, progress: job_conversion.apply_conversion(sandbox, workspace, candidate))

@@ -10,7 +10,7 @@ from pydantic import Field
 from aether_mcp import background_runs
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import WorkerPool
-from aether_mcp.tool_registry.common import WorkspaceArg, _annotations, _in_thread, _scoped
+from aether_mcp.tool_registry.tool_calls import WorkspaceArg, in_thread, scoped_call, tool_annotations
 from aether_mcp.tools import (
     files,
     project_scan,
@@ -22,7 +22,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="scan_project",
         title="Find every Python UDF in a project and rank what converting each would save",
-        annotations=_annotations(read_only=True, idempotent=True),
+        annotations=tool_annotations(read_only=True, idempotent=True),
         description=(
             "Read-only; never runs the job. Every UDF under folder `path` (all forms init_workspace takes) with file, line, form, "
             "argument types, call sites, whether init_workspace takes it (else its reason) and the call that opens it, the likely "
@@ -35,12 +35,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         path: Annotated[str, Field(description="folder under the server root")] = ".",
         offset: Annotated[int, Field(ge=0, description="a page's next_offset")] = 0,
     ) -> project_scan.ScanProjectResult:
-        return await _in_thread(ctx, _scoped(project_scan.scan_project, sandbox, path, offset))
+        return await in_thread(ctx, scoped_call(project_scan.scan_project, sandbox, path, offset))
 
     @server.tool(
         name="init_workspace",
         title="Create a conversion workspace for one UDF",
-        annotations=_annotations(read_only=False),
+        annotations=tool_annotations(read_only=False),
         description=(
             "Constraints: `source` is a Python file inside the root, parsed, never run. `udf` names one UDF in it "
             "(@udf/@pandas_udf function, `name = udf(fn, type)`, a spark.udf.register name, or `name = factory(literals)`; "
@@ -74,7 +74,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="workspace_status",
         title="Where a workspace stands",
-        annotations=_annotations(read_only=True, idempotent=True),
+        annotations=tool_annotations(read_only=True, idempotent=True),
         description=(
             "Read-only; works even on a workspace whose protected files were edited (it says what changed and "
             "how to recover). Returns the UDF contract, files (protected or editable), candidates, the number "
@@ -87,7 +87,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="list_files",
         title="List workspace files",
-        annotations=_annotations(read_only=True, idempotent=True),
+        annotations=tool_annotations(read_only=True, idempotent=True),
         description=(
             "Read-only; confined to the workspace; symlinks are listed, never followed; .aether/ is server "
             "state (only its artifact folders runs/, bench/, profiles/, report/, validate/ can be listed). Lists files and folders under `path` (default: the whole "
@@ -104,7 +104,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="read_file",
         title="Read a workspace file",
-        annotations=_annotations(read_only=True, idempotent=True),
+        annotations=tool_annotations(read_only=True, idempotent=True),
         description=(
             "Read-only; confined to the workspace; text files only. Protected files "
             "(original/udf.py, aether.toml) can be read; of .aether/ only artifacts (runs/, bench/, profiles/, report/, validate/). "
@@ -123,7 +123,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="write_file",
         title="Write a workspace file",
-        annotations=_annotations(read_only=False, destructive=True, idempotent=True),
+        annotations=tool_annotations(read_only=False, destructive=True, idempotent=True),
         description=(
             "Constraints: confined to the workspace; at most 1 MiB of UTF-8 text; never writes through a "
             "symlink; refuses protected files (aether.toml, original/, .aether/) and harness plumbing "

@@ -30,7 +30,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import call_scope, extraction, paging
-from aether_mcp.extraction.finder import _UdfFinder
+from aether_mcp.extraction.finder import UdfFinder
 from aether_mcp.extraction.local_modules import LocalModules
 from aether_mcp.judge.hidden_inputs import hidden_rows
 from aether_mcp.judge.mined_values import mine
@@ -409,14 +409,14 @@ def _schema_columns(tree: ast.Module) -> dict[str, str]:
     """Column -> Spark type from every schema the file spells out: DDL strings ("day date, price double") and
     StructType([StructField(...)]) literals. A column two schemas type differently is left out."""
     found: dict[str, set[str]] = {}
-    finder = _UdfFinder(tree)
+    finder = UdfFinder(tree)
     for node in ast.walk(tree):
         struct = None
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and " " in node.value.strip() and "\n" not in node.value:
             struct = _ddl_struct(node.value)
         elif isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "StructType":
             try:
-                struct = finder._read_type(node, set())
+                struct = finder.read_type(node, set())
             except Exception:  # noqa: BLE001  (a schema built at run time says nothing here)
                 struct = None
         for column in getattr(struct, "fields", None) or []:

@@ -1,5 +1,5 @@
-"""What every family's registrations share: argument types, annotations, and running a long tool in a thread with progress
-and cancellation."""
+"""How a registered tool is declared and called: its argument types and annotations, and running a long tool in a
+thread with progress and cancellation."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ JsonCell = Annotated[
 SnapshotIdArg = Annotated[int, Field(ge=0, description="a snapshot id from snapshot or list_snapshots")]
 
 
-def _annotations(*, read_only: bool, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
+def tool_annotations(*, read_only: bool, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
     return ToolAnnotations(
         readOnlyHint=read_only,
         destructiveHint=None if read_only else destructive,
@@ -44,7 +44,7 @@ def _annotations(*, read_only: bool, destructive: bool = False, idempotent: bool
     )
 
 
-async def _in_thread(ctx: Context, call: Callable[..., T]) -> T:
+async def in_thread(ctx: Context, call: Callable[..., T]) -> T:
     """Run a long tool in a worker thread with progress reporting; cancelling the call stops its work.
 
     `call` takes `cancel` and `progress` keywords. In a background run, progress goes to the run and
@@ -74,7 +74,7 @@ async def _in_thread(ctx: Context, call: Callable[..., T]) -> T:
             cancel.set()
 
 
-def _scoped(function: Callable[..., T], *args: Any) -> Callable[..., T]:
+def scoped_call(function: Callable[..., T], *args: Any) -> Callable[..., T]:
     """A tool function without cancel/progress parameters, run under the call's scope (which carries both)."""
 
     def call(*, cancel: threading.Event, progress: Callable[[float, float | None, str], None]) -> T:
