@@ -294,3 +294,71 @@ def test_audit_refusals_come_before_any_spark_work(root, workspace):
     with pytest.raises(ToolError, match="watched_rows must be positive and grow at least fourfold"):
         audit_candidate(root, None, workspace, "broken", watched_rows=(1000, 2000))
 
+
+
+BATCHES = textwrap.dedent(
+    """
+    import json, sys
+    import pyarrow as pa
+    from aether_mcp.confined import arrow_batches
+
+    path = sys.argv[1]
+    mapper = arrow_batches.make_mapper(open(path).read(), "digest", path, "evaluate", pa.int64())
+    batches = [pa.RecordBatch.from_arrays([pa.array(range(start, start + 8), pa.int64())] * 2, names=["id", "n"]) for start in (0, 8)]
+    out = [batch.to_pydict() for batch in mapper(iter(batches))]
+    calls = next(iter(arrow_batches._LOADED.values())).CALLS
+    print(json.dumps({"outputs": [b[arrow_batches.OUTPUT] for b in out], "errors": [b[arrow_batches.ERROR] for b in out], "calls": calls}))
+    """
+)
+
+
+def _two_batches(tmp_path, checks: str) -> dict:
+    """Rows 0-7 and 8-15 in two Arrow batches through a candidate that records each call's length, runs `checks`, and
+    returns n * 2: the outputs, the errors and the calls' lengths."""
+    path = tmp_path / "candidate.py"
+    path.write_text("CALLS = []\n\n\ndef evaluate(n):\n    CALLS.append(len(n))\n" + textwrap.indent(textwrap.dedent(checks), "    ") + "    return n * 2\n")
+    completed = subprocess.run([sys.executable, "-c", BATCHES, str(path)], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return json.loads(completed.stdout)
+
+
+def test_a_batch_the_watch_refuses_reports_the_refusal_on_every_row_without_a_call_per_row(tmp_path):
+    # A row that raises on its own is isolated by halving its batch; a batch on which the watch refused what the
+    # candidate did is not halved (that would repeat the refusal about twice per row): each of its rows says why.
+    report = _two_batches(
+        tmp_path,
+        """
+        if (n >= 8).any():
+            open("/proc/1/cmdline").read()
+        if (n == 3).any():
+            raise ValueError("three")
+        """,
+    )
+    first, second = report["errors"]
+    assert first == [None, None, None, "ValueError: three", None, None, None, None]
+    assert report["outputs"][0] == [0, 2, 4, None, 8, 10, 12, 14]
+    assert all(error.startswith("WatchRefused: aether-mcp watch: open (/proc/1/cmdline") for error in second), second
+    assert report["outputs"][1] == [None] * 8
+    # the first batch halved down to its raising row, then the 7 others together; the refused batch: one call
+    assert report["calls"] == [8, 4, 2, 2, 1, 1, 4, 7, 8]
+
+
+def test_rows_that_return_alone_but_fail_together_fail_as_the_jobs_batch_would(tmp_path):
+    # Halving a failing batch finds the rows that raise alone; the rows left must then return together, as in a job's
+    # batch without those rows. A candidate that fails only on batches above some size returns on every half, so
+    # halving alone would heal it into rows that look equal, while every batch of the job fails.
+    report = _two_batches(
+        tmp_path,
+        """
+        if (n == 3).any():
+            raise ValueError("three")
+        if len(n) > 4:
+            raise MemoryError("too many rows at once")
+        """,
+    )
+    # the first batch: halved down to its raising row 3, then the 7 other rows together; the second: halved once
+    assert report["calls"] == [8, 4, 2, 2, 1, 1, 4, 7, 8, 4, 4]
+    assert report["outputs"] == [[None] * 8, [None] * 8]
+    together = "MemoryError: too many rows at once (raised on the 7 rows of this batch that return alone, together: a job's batch holding them fails)"
+    assert report["errors"][0] == [together] * 3 + ["ValueError: three"] + [together] * 4
+    assert report["errors"][1] == ["MemoryError: too many rows at once (raised on this batch of 8 rows, though no row of it raises alone: a job's batch holding them fails)"] * 8

@@ -79,7 +79,9 @@ def make_mapper(
     """A mapInArrow function: (row id, args...) batches in, (row id, output, error, events) batches out.
 
     A batch on which the candidate raises is split in this process until each failure is one
-    row, so one bad row costs no failed Spark job; its error column says what was raised. The
+    row, so one bad row costs no failed Spark job; its error column says what was raised. The rows
+    left must return together, as in a job's batch, or each of them raised too (`_evaluate_batch`);
+    a batch the watch refused is not split (every row reports the refusal). The
     watch (installed before the candidate loads) reports what the candidate did in the events
     column, on each batch's first row. With `audit`, the candidate is loaded afresh, its steps
     are counted batch by batch, and each batch carries a report in an extra column. `lengths`:
@@ -97,13 +99,13 @@ def make_mapper(
                 continue
             series = [backend.from_arrow(batch.column(i)) for i in range(1, batch.num_columns)]
             if not audit:
-                outputs, errors = _evaluate_isolating(evaluate, series, return_type, 0, batch.num_rows)
+                outputs, errors = _evaluate_batch(evaluate, series, return_type)
                 yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors, _events(batch.num_rows)], names=[ROW_ID, OUTPUT, ERROR, EVENTS])
                 continue
             before = watch.checksum(series)
             state = watch.module_state(module)
             with watch.Watch(kernels, module) as watched:
-                outputs, errors = _evaluate_isolating(evaluate, series, return_type, 0, batch.num_rows)
+                outputs, errors = _evaluate_batch(evaluate, series, return_type)
             changed = _changed_state(state, watch.module_state(module))
             counted, rows = watched, batch.num_rows
             if errors.null_count < batch.num_rows:
@@ -220,16 +222,26 @@ def make_arrow_aggregate(source: str, digest: str, filename: str, entry_point: s
     return function
 
 
+def _outputs(evaluate, part: list[pd.Series], return_type: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    """The candidate's outputs on `part` and no errors, or what it raised (a wrong number of values among it)."""
+    size = len(part[0])
+    result = evaluate(*part)
+    if len(result) != size:
+        raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
+    return backend.to_arrow(result, return_type), pa.nulls(size, pa.string())
+
+
 def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataType, start: int, stop: int) -> tuple[pa.Array, pa.Array]:
     size = stop - start
     try:
-        part = series if start == 0 and stop == len(series[0]) else [s.iloc[start:stop] for s in series]
-        result = evaluate(*part)
-        if len(result) != size:
-            raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
-        return backend.to_arrow(result, return_type), pa.nulls(size, pa.string())
+        return _outputs(evaluate, series if start == 0 and stop == len(series[0]) else [s.iloc[start:stop] for s in series], return_type)
     except CandidateImportError:
         raise
+    except (watch.WatchRefused, watch.TripwireTriggered) as exc:
+        # The watch refused what the candidate did, or it used the original: a finding of its own (recorded as an event)
+        # that fails the audit whatever the rows return, so every row of the batch reports it. Bisecting would call the
+        # candidate about twice per row, each call refused again (20,000 rows: about 15 s of refusals).
+        return pa.nulls(size, return_type), pa.array([f"{type(exc).__name__}: {exc}"] * size, pa.string())
     except Exception as exc:
         if size == 1:
             return pa.nulls(1, return_type), pa.array([f"{type(exc).__name__}: {exc}"], pa.string())
@@ -237,5 +249,52 @@ def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataT
         left = _evaluate_isolating(evaluate, series, return_type, start, middle)
         right = _evaluate_isolating(evaluate, series, return_type, middle, stop)
         return pa.concat_arrays([left[0], right[0]]), pa.concat_arrays([left[1], right[1]])
+
+
+def _evaluate_batch(evaluate, series: list[pd.Series], return_type: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    """One Arrow batch: outputs and errors per row, the rows that raise alone split off by halving.
+
+    Halving finds the rows that raise on their own; the rows left must then return together, as
+    they would in a job's batch without those rows. Where they do not (a candidate that fails on
+    large batches, or on some rows side by side), every one of them raised: a job's batch holding
+    them fails, so halving must not heal it into rows that look equal.
+    """
+    size = len(series[0])
+    try:
+        return _outputs(evaluate, series, return_type)
+    except CandidateImportError:
+        raise
+    except Exception as exc:
+        failure = exc
+    if size == 1 or isinstance(failure, (watch.WatchRefused, watch.TripwireTriggered)):  # a refusal: on every row, at once
+        return pa.nulls(size, return_type), pa.array([f"{type(failure).__name__}: {failure}"] * size, pa.string())
+    middle = size // 2
+    left = _evaluate_isolating(evaluate, series, return_type, 0, middle)
+    right = _evaluate_isolating(evaluate, series, return_type, middle, size)
+    outputs, errors = pa.concat_arrays([left[0], right[0]]), pa.concat_arrays([left[1], right[1]])
+    returned = errors.is_null().to_numpy(zero_copy_only=False)
+    count = int(returned.sum())
+    if count == 0:
+        return outputs, errors
+    if count < size:
+        try:
+            _outputs(evaluate, [s[returned].reset_index(drop=True) for s in series], return_type)
+            return outputs, errors
+        except CandidateImportError:
+            raise
+        except Exception as exc:
+            failure = exc
+    where = f"on this batch of {size} rows, though no row of it raises alone" if count == size else f"on the {count} rows of this batch that return alone, together"
+    why = f"{type(failure).__name__}: {failure} (raised {where}: a job's batch holding them fails)"
+    return pa.nulls(size, return_type) if count == size else _null_where(outputs, returned, return_type), pa.array(
+        [why if ok else error for ok, error in zip(returned, errors.to_pylist())], pa.string()
+    )
+
+
+def _null_where(outputs: pa.Array, mask, return_type: pa.DataType) -> pa.Array:
+    """`outputs` with the masked positions null."""
+    import pyarrow.compute as pc
+
+    return pc.if_else(pa.array(mask, pa.bool_()), pa.nulls(len(outputs), return_type), outputs)
 
 
