@@ -19,4 +19,4 @@ def _letter(row):
 
 
 def evaluate(score):
-    return pd.DataFrame({"score": score}).apply(_letter, axis=1).astype(object)
+    return pd.DataFrame({"score": score}).apply(_letter, axis=1).astype("string")
