@@ -19,12 +19,15 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SPEC = {"weight": {"min": 0.1, "max": 50.0}}
 # VECTORIZED_CANDIDATE plus a sort of every weight repeated WASTE times: honest (equal, no per-row
-# Python), just slow in proportion to the rows, so a later version can be measurably faster
-# while one-row batches (byte_compare, the audit) stay cheap.
+# Python), just slow in proportion to the rows, so the profile points at it and the lean version is faster (as
+# recorded below) while small batches (byte_compare, the audit) stay cheap.
 WASTEFUL_CANDIDATE = VECTORIZED_CANDIDATE.replace(
     "    fee = np.where(w < 2.0, 4.99, 4.99 + (w - 2.0) * 1.5)\n",
     "    np.sort(np.repeat(w, WASTE))\n    fee = np.where(w < 2.0, 4.99, 4.99 + (w - 2.0) * 1.5)\n",
 ).replace("import pandas as pd\n", "import pandas as pd\n\nWASTE = 160\n")
+# What try_optimization measured for the lean version against WASTEFUL_CANDIDATE at 100,000 rows in 5 rounds on a
+# 2-core machine (2026-12-04): best 1.02-1.08 s a round, the lean one 0.13-0.16 s.
+RECORDED_SPEEDUP, RECORDED_CI = 7.562, (6.212, 7.614)
 # Faster, but wrong: the express surcharge is gone.
 WRONG_CANDIDATE = VECTORIZED_CANDIDATE.replace("fee = np.where(express.to_numpy(dtype=bool, na_value=False), fee * 2, fee)", "fee = fee")
 
@@ -40,7 +43,7 @@ async def ok(client, tool, **arguments):
     return result.structured_content
 
 
-async def test_the_four_phases_through_mcp(root, workers):
+async def test_the_four_phases_through_mcp(root, workers, monkeypatch):
     assert WASTEFUL_CANDIDATE != VECTORIZED_CANDIDATE and WRONG_CANDIDATE != VECTORIZED_CANDIDATE
     async with Client(build_server(str(root.path), workers=workers)) as client:
         assert all(phase in client.instructions for phase in ("Specify", "Convert", "Benchmark", "Optimize"))
@@ -97,14 +100,21 @@ async def test_the_four_phases_through_mcp(root, workers):
         assert optimization._current_pass(Workspace.open(root, ws), "fee") is None
 
         await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=VECTORIZED_CANDIDATE)
-        faster = await ok(client, "try_optimization", workspace=ws, candidate="fee", label="drop the wasted sort", rows=100_000, repeats=5, spec=SPEC, hidden_rows=2000)
-        # the decision follows from the measured interval (pinned without timing in test_benchmarking.py); WASTE makes the
-        # lean version's margin wide enough that the rest of this loop can build on it being kept
-        assert faster["accepted"] == (faster["speedup_ci"][0] > 1.03), faster["reason"]
+        # The interleaved run is real (both versions timed in one Spark application, their outputs compared at
+        # benchmark scale); what try_optimization decides is tested from the numbers it decides on, recorded from a
+        # run of this step at 100,000 rows, so that the rest of the loop builds on a kept step whatever this machine's load.
+        timed = []
+        monkeypatch.setattr(optimization, "paired_speedup", lambda best, candidate: timed.append((best, candidate)) or RECORDED_SPEEDUP)
+        monkeypatch.setattr(optimization, "bootstrap_paired_ci", lambda best, candidate: list(RECORDED_CI))
+        faster = await ok(client, "try_optimization", workspace=ws, candidate="fee", label="drop the wasted sort", rows=4000, repeats=2, spec=SPEC, hidden_rows=2000)
+        assert len(timed) == 1 and len(timed[0][0]) == len(timed[0][1]) >= 2  # both versions timed in every round
+        assert faster["speedup"] == RECORDED_SPEEDUP and faster["speedup_ci"] == list(RECORDED_CI)
         assert faster["accepted"] is True and faster["reverted"] is False and faster["best_snapshot_id"] == faster["snapshot_id"], faster["reason"]
+        assert "clears 1 + min_gain = 1.030" in faster["reason"]
+        monkeypatch.undo()
 
         await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=WRONG_CANDIDATE)
-        rejected = await ok(client, "try_optimization", workspace=ws, candidate="fee", label="skip the express surcharge", rows=100_000, repeats=5, spec=SPEC, hidden_rows=2000)
+        rejected = await ok(client, "try_optimization", workspace=ws, candidate="fee", label="skip the express surcharge", rows=4000, repeats=2, spec=SPEC, hidden_rows=2000)
         assert rejected["accepted"] is False and rejected["reverted"] is True and rejected["audit_verdict"] == "FAIL"
         assert "byte_compare found" in rejected["reason"] and rejected["restored"] == ["candidate/fee.py"]
         assert (Path(ws) / "candidate" / "fee.py").read_bytes() == VECTORIZED_CANDIDATE.encode()  # the best, byte for byte
@@ -118,7 +128,7 @@ async def test_the_four_phases_through_mcp(root, workers):
         assert status["last_compares"]["fee"]["equal"] is True and not status["last_compares"]["fee"]["candidate_changed_since"]  # restored bytes bring their results back
         written = await ok(client, "report", workspace=ws)
         assert written["recommended"] is None and "fee not benchmarked on its current file" in written["recommendation"]
-        measured = await ok(client, "run_benchmark", workspace=ws, candidate="fee", rows=100_000, repeats=5, warmup=1, modes=["original", "candidate"], spec=SPEC)
+        measured = await ok(client, "run_benchmark", workspace=ws, candidate="fee", rows=20_000, repeats=3, warmup=1, modes=["original", "candidate"], spec=SPEC)
         written = await ok(client, "report", workspace=ws)
         # the report follows that measurement: it ships fee only when fee is faster over its whole
         # interval (on a loaded machine the interval can reach below 1; the choice itself is pinned
