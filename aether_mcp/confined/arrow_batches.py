@@ -266,7 +266,8 @@ def _evaluate_batch(evaluate, series: list[pd.Series], return_type: pa.DataType)
         raise
     except Exception as exc:
         failure = exc
-    if size == 1 or isinstance(failure, (watch.WatchRefused, watch.TripwireTriggered)):  # a refusal: on every row, at once
+    # one row is its own failure; a refusal (see _evaluate_isolating) is reported on every row at once, not halved
+    if size == 1 or isinstance(failure, (watch.WatchRefused, watch.TripwireTriggered)):
         return pa.nulls(size, return_type), pa.array([f"{type(failure).__name__}: {failure}"] * size, pa.string())
     middle = size // 2
     left = _evaluate_isolating(evaluate, series, return_type, 0, middle)
