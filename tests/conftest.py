@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import textwrap
 import time
@@ -12,6 +14,7 @@ import pytest
 
 # The manifest key must not land in the developer's home; set before any workspace exists.
 os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-test-state-")
+atexit.register(shutil.rmtree, os.environ["AETHER_MCP_STATE_DIR"], ignore_errors=True)
 # Servers the tests start use the shared pool or start workers on first use; one test checks the warm start.
 os.environ["AETHER_MCP_WARM_START"] = "0"
 

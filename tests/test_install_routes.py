@@ -1,7 +1,7 @@
 """The install routes the README gives, from a wheel built here: pipx install, and uvx --from the wheel.
 
-Each installs aether-mcp with its dependencies into an environment of its own (the package caches make
-the second time quick) and starts `aether-mcp serve` from there as a host would.
+Each installs aether-mcp with its dependencies into an environment of its own and starts
+`aether-mcp serve` from there as a host would.
 """
 
 import os
@@ -16,6 +16,9 @@ from mcp import Client, StdioServerParameters
 pytestmark = [pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+# uv rebuilds pyspark's source distribution for each new wheel path and keeps every build (about 2.4 GB a
+# run) in its shared cache: a temporary cache per install, removed when it ends, costs no time and no disk
+NO_SHARED_CACHE = {"UV_NO_CACHE": "1"}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +42,7 @@ async def _serves(command: str, args: list[str], root: Path, env: dict) -> list[
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_pipx_installs_the_wheel_and_its_server_and_demo_example_work(wheel, root, tmp_path, anyio_backend):
     homes = {"PIPX_HOME": str(tmp_path / "pipx"), "PIPX_BIN_DIR": str(tmp_path / "bin"), "PIPX_MAN_DIR": str(tmp_path / "man")}
-    env = {**os.environ, **homes}
+    env = {**os.environ, **homes, **NO_SHARED_CACHE}
     subprocess.run([str(BIN / "pipx"), "install", "--python", sys.executable, str(wheel)], check=True, env=env, timeout=900, capture_output=True)
     installed = tmp_path / "bin" / "aether-mcp"
     names = await _serves(str(installed), [], root.path, env)
@@ -56,5 +59,5 @@ async def test_pipx_installs_the_wheel_and_its_server_and_demo_example_work(whee
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_uvx_runs_the_server_from_the_wheel(wheel, root, anyio_backend):
     uvx = shutil.which("uvx", path=str(BIN)) or str(BIN / "uvx")
-    names = await _serves(uvx, ["--python", sys.executable, "--from", str(wheel), "aether-mcp"], root.path, dict(os.environ))
+    names = await _serves(uvx, ["--python", sys.executable, "--from", str(wheel), "aether-mcp"], root.path, {**os.environ, **NO_SHARED_CACHE})
     assert names[:2] == ["scan_project", "init_workspace"] and "run_status" in names
