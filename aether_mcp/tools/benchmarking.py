@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import secrets
 import statistics
 import threading
 import time
@@ -23,7 +22,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import bench_data
+from aether_mcp import bench_data, draws
 from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.bench_stats import bootstrap_paired_ci, paired_speedup
@@ -111,6 +110,7 @@ def generate_data(root: SandboxRoot, workspace: str, rows: int, seed: int | None
     return bench_data.generate(opened, rows, seed, spec, progress)
 
 
+@draws.recorded_call("run_benchmark")
 def run_benchmark(
     root: SandboxRoot,
     workers: WorkerPool,
@@ -320,7 +320,7 @@ def _run_application(
         **given,
         "data": data,
         "master": chosen,
-        "seed": secrets.randbits(32),
+        "seed": draws.seed("benchmark.order", bits=32),
         **plan,
     }
     poll = ChildProgress(lambda step: report(int(step["done"]), int(step["total"]) or None, str(step["message"])))
@@ -473,6 +473,7 @@ class TuneArrowBatchResult(BaseModel):
     duration_s: float
 
 
+@draws.recorded_call("tune_arrow_batch")
 def tune_arrow_batch(
     root: SandboxRoot,
     workers: WorkerPool,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from aether_mcp import draws
 from aether_mcp.backend import Resolved
 from aether_mcp.bench_data import RAISE_REGIONS
 from aether_mcp.judge import layouts, shrink
@@ -169,6 +169,7 @@ class ByteCompareResult(BaseModel):
     result_path: str
 
 
+@draws.recorded_call("byte_compare")
 def byte_compare(
     root: SandboxRoot,
     workers: WorkerPool,
@@ -194,10 +195,10 @@ def byte_compare(
     case_rows = read_case_rows(opened.path / TESTS_DIR / "cases.py")
     inputs: list[tuple[Source, list[Any]]] = [("tests", row) for row in case_rows]
     inputs += [("edge", row) for row in edge_rows(opened.config, case_rows)]
-    seed = secrets.randbits(64)
+    seed = draws.seed("byte_compare.hidden")
     mined = mine(opened.verified_original())
     inputs += [("hidden", row) for row in generate_hidden_rows(opened.config, mined, hidden_rows, seed)]
-    shape_rng = random.Random(secrets.randbits(64))
+    shape_rng = random.Random(draws.seed("byte_compare.layout"))
     small_shape = BatchShape(partitions=shape_rng.choice((1, 2, 3)), empty_partitions=shape_rng.choice(EMPTY_PARTITIONS), max_records_per_batch=shape_rng.choice(SMALL_BATCH_SIZES))
     shape = BatchShape(**layouts.draw(shape_rng, layouts.job_batch(opened.config.spark.conf), hidden_rows))
     rows = [row for _, row in inputs]
@@ -495,7 +496,7 @@ class _Evidence:
             drawn: list[list[Any]] = []
             tried = 0
             while len(drawn) < wanted and tried < wanted * TOP_UP_POOL_FACTOR:
-                pool = generate_hidden_rows(self.workspace.config, self.mined, min(20_000, wanted * 2), secrets.randbits(64))
+                pool = generate_hidden_rows(self.workspace.config, self.mined, min(20_000, wanted * 2), draws.seed("byte_compare.top_up"))
                 tried += len(pool)
                 drawn += [row for row in pool if regions.allows(row)][: wanted - len(drawn)]
             if not drawn:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import re
-import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from aether_mcp import draws
 from aether_mcp.backend import Resolved
 from aether_mcp.confined.classic_build import STARTED
 from aether_mcp.judge import cheat_rules, layouts, sql_functions
@@ -98,6 +98,7 @@ class AuditCandidateResult(BaseModel):
     result_path: str
 
 
+@draws.recorded_call("audit_candidate")
 def audit_candidate(
     root: SandboxRoot,
     workers: WorkerPool,
@@ -356,8 +357,8 @@ class _Watched:
         self.file = f"{CANDIDATE_DIR}/{target.removeprefix('candidate:')}.py"
         small_rows, large_rows = watched_rows
         mined = mine(workspace.verified_original())
-        self.small = hidden_rows(workspace.config, mined, small_rows, secrets.randbits(64))
-        self.large = hidden_rows(workspace.config, mined, large_rows, secrets.randbits(64))
+        self.small = hidden_rows(workspace.config, mined, small_rows, draws.seed("audit.watched_small"))
+        self.large = hidden_rows(workspace.config, mined, large_rows, draws.seed("audit.watched_large"))
         job_batch = layouts.job_batch(workspace.config.spark.conf)
         # one batch each (the large one above the job's batch size); the job's own batch size; one row per batch
         self.runs = {
@@ -379,7 +380,7 @@ class _Watched:
         # the large rows once more across as many partitions as a job's shuffle makes (drawn up to
         # 200), some empty, in a drawn batch size: results that depend on the partition differ here
         self.wide_layout = layouts.draw(
-            random.Random(secrets.randbits(64)), job_batch or layouts.JOB_BATCH_DEFAULT, len(self.large), fewest=layouts.MIN_WIDE_PARTITIONS, most=layouts.MAX_PARTITIONS
+            random.Random(draws.seed("audit.wide_layout")), job_batch or layouts.JOB_BATCH_DEFAULT, len(self.large), fewest=layouts.MIN_WIDE_PARTITIONS, most=layouts.MAX_PARTITIONS
         )
         # rows of the large run in batches of every length from 1 to the job's batch size (a job's
         # partial last batches among them), each a slice of the large rows at a random offset
@@ -389,7 +390,7 @@ class _Watched:
         kind = declared_target(candidate_path(workspace, target).read_text(encoding="utf-8"), target.removeprefix("candidate:"))
         longest = min(len(self.large), job_batch, MAX_SWEPT_LENGTH.get(kind, 0))
         if workspace.config.udf.pandas_form != "aggregate" and longest >= 1:
-            rng = random.Random(secrets.randbits(64))
+            rng = random.Random(draws.seed("audit.sweep"))
             lengths = layouts.sweep(rng, longest)
             for length in lengths:
                 start = rng.randrange(len(self.large) - length + 1)

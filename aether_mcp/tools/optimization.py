@@ -24,7 +24,7 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import bench_data
+from aether_mcp import bench_data, draws
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.tools.benchmarking import DEFAULT_PRECISION, DEFAULT_ROWS, _benchmarkable, _checked, _output_mismatch, _run_application, bootstrap_paired_ci, paired_speedup, precision_request
@@ -64,6 +64,7 @@ class TryOptimizationResult(BaseModel):
     duration_s: float
 
 
+@draws.recorded_call("try_optimization")
 def try_optimization(
     root: SandboxRoot,
     workers: WorkerPool,

@@ -17,7 +17,6 @@ import ast
 import json
 import os
 import platform
-import secrets
 import shutil
 import sys
 import tempfile
@@ -29,7 +28,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import call_scope, extraction, paging
+from aether_mcp import call_scope, draws, extraction, paging
 from aether_mcp.extraction.finder import UdfFinder
 from aether_mcp.extraction.local_modules import LocalModules
 from aether_mcp.judge.hidden_inputs import hidden_rows
@@ -135,6 +134,7 @@ class _File:
 _CACHE: dict[str, tuple[Any, list[ScannedUdf], dict[str, Any]]] = {}
 
 
+@draws.recorded_call("scan_project")
 def scan_project(root: SandboxRoot, path: str = ".", offset: int = 0) -> ScanProjectResult:
     started = time.monotonic()
     folder = root.resolve(path, what="folder")
@@ -520,7 +520,7 @@ def _python_costs(found: list[tuple[ScannedUdf, derivation.Derived | None]]) -> 
             continue
         config = derived.config
         try:
-            rows = hidden_rows(config, mine(derived.module_source), COST_ROWS, secrets.randbits(64))
+            rows = hidden_rows(config, mine(derived.module_source), COST_ROWS, draws.seed("scan_project.cost_rows"))
         except Exception as exc:  # noqa: BLE001
             results[index] = (None, f"not timed: no rows could be generated for its types ({type(exc).__name__})")
             continue

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 import sys
 import time
 import zoneinfo
@@ -21,7 +20,7 @@ from typing import Any, Literal, TypeVar
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import call_scope
+from aether_mcp import call_scope, draws
 from aether_mcp.input_json import session_naive, to_json_row
 from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.judge.edge_inputs import edge_rows
@@ -196,6 +195,7 @@ def _ranges(lines: list[int]) -> str:
     return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)
 
 
+@draws.recorded_call("mutation_score")
 def mutation_score(root: SandboxRoot, workers: WorkerPool, workspace: str) -> MutationScore:
     started = time.monotonic()
     opened = Workspace.open_intact(root, workspace)
@@ -257,6 +257,7 @@ def _listed(report: R, field: str, workspace: Workspace) -> R:
     return report.model_copy(update={field: items[:MAX_LISTED], f"{field}_left_out": max(0, len(items) - MAX_LISTED), "record_path": str(_record_path(workspace))})
 
 
+@draws.recorded_call("suggest_inputs")
 def suggest_inputs(root: SandboxRoot, workers: WorkerPool, workspace: str) -> SuggestInputsResult:
     opened = Workspace.open_intact(root, workspace)
     coverage = current_result(opened, "coverage") or coverage_report(root, workers, workspace).model_dump()
@@ -422,7 +423,7 @@ def _probe_rows(workspace: Workspace) -> list[list[Any]]:
     rows += _composed_rows(workspace, cases)
     rows += _simple_rows(workspace, cases)
     rows += edge_rows(config, cases)
-    rows += hidden_rows(config, mine(workspace.verified_original()), PROBE_ROWS, secrets.randbits(64))
+    rows += hidden_rows(config, mine(workspace.verified_original()), PROBE_ROWS, draws.seed("spec_strength.probe"))
     zone = zoneinfo.ZoneInfo(config.spark.conf.get("spark.sql.session.timeZone", "UTC"))
     types = [parse_type(a.type) for a in config.udf.args]
     # Structs marked as such, so the plain-Python runs hand the UDF the Rows Spark would.
