@@ -221,6 +221,27 @@ def test_the_recorder_probes_the_device_first_inside_the_recording_and_exports_w
     assert recorder["trace_sha256"] == __import__("hashlib").sha256(trace.read_bytes()).hexdigest()
 
 
+def test_a_trace_rewritten_after_the_recorder_exported_it_proves_nothing(tmp_path, monkeypatch):
+    # the recorder as the device check runs it, on a GPU machine's torch; what it exported is taken as it is
+    _stand_in_torch(monkeypatch, CUPTI / "host_only.json")
+    with device_counters.cupti_recording(tmp_path / device_proof.CUPTI_TRACE, probe=lambda: None) as recorder:
+        pass
+    result = {**recorder, "result_bytes": 812_500}
+    taken = device_proof.cupti_counters(tmp_path, result, "cupti_profile.log")
+    assert taken.probe_seen and taken.kernel_launches == 0
+    # then something in the candidate's process (a finalizer at shutdown, a thread) rewrites it to claim device work
+    trace = tmp_path / device_proof.CUPTI_TRACE
+    forged = json.loads(trace.read_text())
+    forged["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "forged_kernel", "pid": 0, "tid": 7, "ts": 2000.0, "dur": 5.0, "args": {"correlation": 99}})
+    trace.write_text(json.dumps(forged))
+    assert device_counters.parse_kineto_trace(trace).kernel_launches == 1  # read as it now is, it would count
+    with pytest.raises(device_proof.ToolError, match="the CUPTI trace changed after the recorder exported it"):
+        device_proof.cupti_counters(tmp_path, result, "cupti_profile.log")
+    trace.unlink()
+    with pytest.raises(device_proof.ToolError, match="the CUPTI recording wrote no trace under"):
+        device_proof.cupti_counters(tmp_path, result, "cupti_profile.log")
+
+
 def test_a_torch_that_cannot_profile_cuda_is_refused_before_the_candidate_runs(tmp_path, monkeypatch):
     calls = _stand_in_torch(monkeypatch, CUPTI / "numba_kernel.json", cuda=False)
     with pytest.raises(device_counters.CountersUnavailable, match=r"torch 2\.11\.0\+cu130 cannot profile CUDA here"):

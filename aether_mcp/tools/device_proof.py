@@ -140,14 +140,9 @@ def record(opened: Workspace, name: str, env: dict[str, str], folder: Path, time
         counters = device_counters.from_nsys(nsys_report.parse_reports(paths, float(raw["profiled_s"]), int(raw["data_bytes"]), int(raw["result_bytes"]), DEVICE_ROWS))
         artifacts = {"nsys_report": str(report_file), **{f"csv_{k}": str(v) for k, v in paths.items() if v.exists()}}
     else:
-        trace = folder / CUPTI_TRACE
-        if not trace.is_file():
-            raise ToolError(f"the CUPTI recording wrote no trace under {folder}; see {folder / log}.")
-        if hashlib.sha256(trace.read_bytes()).hexdigest() != raw.get("trace_sha256"):
-            raise ToolError("the CUPTI trace changed after the recorder exported it (something in the candidate's process rewrote it), so it proves nothing.")
-        counters = device_counters.parse_kineto_trace(trace)
+        counters = cupti_counters(folder, raw, log)
         detail = str(raw.get("recorder") or detail)
-        artifacts = {"cupti_trace": str(trace)}
+        artifacts = {"cupti_trace": str(folder / CUPTI_TRACE)}
     return DeviceActivity(
         source=counters.source,
         source_detail=detail,
@@ -164,6 +159,17 @@ def record(opened: Workspace, name: str, env: dict[str, str], folder: Path, time
         device=raw.get("device") or {},
         artifacts=artifacts,
     )
+
+
+def cupti_counters(folder: Path, raw: dict[str, Any], log: str) -> device_counters.Counters:
+    """The device check's CUPTI trace in `folder`, taken only if it still has the digest the recorder gave it right after
+    the export (`raw`, the check's result): the candidate's process can write the folder the trace lies in."""
+    trace = folder / CUPTI_TRACE
+    if not trace.is_file():
+        raise ToolError(f"the CUPTI recording wrote no trace under {folder}; see {folder / log}.")
+    if hashlib.sha256(trace.read_bytes()).hexdigest() != raw.get("trace_sha256"):
+        raise ToolError("the CUPTI trace changed after the recorder exported it (something in the candidate's process rewrote it), so it proves nothing.")
+    return device_counters.parse_kineto_trace(trace)
 
 
 def prove(
