@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import atexit
+import json
 import os
 import shutil
 import tempfile
@@ -12,9 +12,14 @@ from pathlib import Path
 
 import pytest
 
-# The manifest key must not land in the developer's home; set before any workspace exists.
-os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-test-state-")
-atexit.register(shutil.rmtree, os.environ["AETHER_MCP_STATE_DIR"], ignore_errors=True)
+# The manifest key and the record of drawn seeds must not land in the developer's home; set before any workspace
+# exists. The folder stays after the run, so that a failing draw can be replayed from its seeds (see draws.py);
+# those of runs two days old are removed (never a folder another run on the machine may still be using).
+STATE_PREFIX = "aether-test-state-"
+for _old in Path(tempfile.gettempdir()).glob(f"{STATE_PREFIX}*"):
+    if time.time() - _old.stat().st_mtime > 2 * 86400:
+        shutil.rmtree(_old, ignore_errors=True)
+os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix=STATE_PREFIX)
 # Servers the tests start use the shared pool or start workers on first use; one test checks the warm start.
 os.environ["AETHER_MCP_WARM_START"] = "0"
 
@@ -80,6 +85,16 @@ VECTORIZED_CANDIDATE = textwrap.dedent(
 
 
 SPARK_FIXTURES = {"workers", "standalone_cluster", "connect_server"}
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Where this run's seeds are: AETHER_MCP_SEEDS with one call's seeds replays its draws."""
+    from aether_mcp import draws
+
+    record = Path(draws.record_path()).parent
+    if record.is_dir():
+        calls = {entry["call"] for path in record.glob("*.jsonl") for entry in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+        terminalreporter.write_line(f"seeds drawn by {len(calls)} judge calls: {record} (replay one with {draws.PIN_VARIABLE}, see aether_mcp/draws.py)")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import anyio
@@ -542,7 +543,7 @@ async def _cancelled_midway(client, ws: str, tool: str, arguments: dict, *, mark
 
 
 @pytest.mark.slow
-async def test_each_long_tool_started_in_the_background_can_be_cancelled_midway_and_leaves_no_process(root, client):
+async def test_each_long_tool_started_in_the_background_can_be_cancelled_midway_and_leaves_no_process(root, client, tmp_path, monkeypatch):
     (root.path / "jobs" / "spin.py").write_text(SPIN_JOB, encoding="utf-8")
     ws = (await ok(client, "init_workspace", source="jobs/spin.py", udf="spin"))["workspace"]
     await ok(client, "record_cases", workspace=ws, inputs=[[None], [0], [1], [8], [-3], [250_000]])
@@ -577,5 +578,10 @@ async def test_each_long_tool_started_in_the_background_can_be_cancelled_midway_
     spins = "".join(f'\n\n@udf("long")\ndef spin_{k}(n: int) -> int:\n    return sum(k % 7 for k in range(min(abs(n or 0), 200_000)))\n' for k in range(24))
     (root.path / "spins").mkdir()
     (root.path / "spins" / "many.py").write_text(f"from pyspark.sql.functions import udf\n{spins}", encoding="utf-8")
-    await _cancelled_midway(client, ws, "scan_project", {"path": "spins"}, marks=("aether-scan-", "aether-overhead-"))
+    # its children work in temporary folders (aether-scan-*, aether-overhead-*): made under this test's own
+    # folder here, so that what is looked for after the cancel is this scan's and never another run's
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    await _cancelled_midway(client, ws, "scan_project", {"path": "spins"}, marks=(str(scratch),))
     assert (await ok(client, "scan_project", path="spins"))["udfs_found"] == 24  # and a whole scan still works after it
