@@ -35,11 +35,15 @@ from pydantic import BaseModel, Field
 import aether_mcp
 from aether_mcp.confined import landlock
 from aether_mcp.confined.launch import CONFINEMENT_FAILED
+from aether_mcp.evaluation.spark_session import CLASS_ARCHIVE_ENV
 
 SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/proc", "/sys", "/dev")
 DEVICE_WRITE = ("/dev/null", "/dev/zero", "/dev/full")
 # Environment a confined process may inherit; the server's state directory is never among them.
-INHERITED_ENV = ("PATH", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "JAVA_HOME", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "NUMBA_CUDA_DRIVER")
+INHERITED_ENV = (
+    "PATH", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "JAVA_HOME", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "NUMBA_CUDA_DRIVER",
+    CLASS_ARCHIVE_ENV,
+)
 PROBE_TIMEOUT_S = 30
 # Set in the server's environment to run agent code unconfined (measurements only; results say so).
 DISABLE_ENV = "AETHER_MCP_UNCONFINED"
@@ -101,7 +105,9 @@ def python_paths() -> list[str]:
 
 
 def read_paths(extra: list[str]) -> list[str]:
-    return sorted(set(SYSTEM_READ) | set(python_paths()) | {os.path.realpath(p) for p in extra})
+    archive = os.environ.get(CLASS_ARCHIVE_ENV)  # Spark's classes, mapped by every JVM (processes/class_archive)
+    shared = {os.path.realpath(os.path.dirname(archive))} if archive and os.path.isfile(archive) else set()
+    return sorted(set(SYSTEM_READ) | set(python_paths()) | shared | {os.path.realpath(p) for p in extra})
 
 
 def write_paths(scratch: list[str]) -> list[str]:

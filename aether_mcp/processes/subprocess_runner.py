@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aether_mcp import call_scope
+from aether_mcp.evaluation.spark_session import CLASS_ARCHIVE_ENV
 
 # Variables a child may inherit from the server; everything else is dropped.
 ALLOWED_ENV = (
+    CLASS_ARCHIVE_ENV,
     "PATH",
     "HOME",
     "USER",

@@ -316,13 +316,7 @@ def _run_application(
     except confined_child.ChangedSinceAudit as exc:
         raise ToolError(f"{exc}; nothing ran on {chosen}. {exc.next_step}") from None
     folder = _new_run_folder(opened)
-    request = {
-        **given,
-        "data": data,
-        "master": chosen,
-        "seed": draws.seed("benchmark.order", bits=32),
-        **plan,
-    }
+    request = {**given, "data": data, "master": chosen, "seed": draws.seed("benchmark.order", bits=32), **plan}
     poll = ChildProgress(lambda step: report(int(step["done"]), int(step["total"]) or None, str(step["message"])))
     raw = _run_child(opened, "aether_mcp.confined.bench_runner", folder, request, "raw.json", data, timeout_s, cancel, poll, "the benchmark's Spark application", resolved)
     return folder, raw

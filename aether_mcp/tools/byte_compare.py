@@ -195,9 +195,8 @@ def byte_compare(
     case_rows = read_case_rows(opened.path / TESTS_DIR / "cases.py")
     inputs: list[tuple[Source, list[Any]]] = [("tests", row) for row in case_rows]
     inputs += [("edge", row) for row in edge_rows(opened.config, case_rows)]
-    seed = draws.seed("byte_compare.hidden")
     mined = mine(opened.verified_original())
-    inputs += [("hidden", row) for row in generate_hidden_rows(opened.config, mined, hidden_rows, seed)]
+    inputs += [("hidden", row) for row in generate_hidden_rows(opened.config, mined, hidden_rows, draws.seed("byte_compare.hidden"))]
     shape_rng = random.Random(draws.seed("byte_compare.layout"))
     small_shape = BatchShape(partitions=shape_rng.choice((1, 2, 3)), empty_partitions=shape_rng.choice(EMPTY_PARTITIONS), max_records_per_batch=shape_rng.choice(SMALL_BATCH_SIZES))
     shape = BatchShape(**layouts.draw(shape_rng, layouts.job_batch(opened.config.spark.conf), hidden_rows))
