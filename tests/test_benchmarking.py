@@ -284,7 +284,6 @@ def test_micro_benchmark_times_a_sql_candidate_over_cached_rows_in_the_warm_work
     files.write_file(root, workspace, "candidate/fee.py", SQL_CANDIDATE)
     result = micro_benchmark(root, workspace, "fee", rows=50_000, repeats=3, spec=POSITIVE_WEIGHTS, workers=workers)
     assert len(result.original_s) == len(result.candidate_s) == 3 and result.original_median_s > 0 and result.candidate_median_s > 0
-    assert result.floor_median_s < result.original_median_s  # every run evaluated the Python UDF anew
     assert result.backend_note.startswith("spark-sql") and "cached in its warm worker" in result.note and result.confined == workers.get("candidate", Workspace.open(root, workspace).config.spark).confinement.confined
     with pytest.raises(ToolError, match="the original could not run over these rows .*raises on some of them"):
         micro_benchmark(root, workspace, "fee", rows=3000, repeats=1, workers=workers)  # default data has non-positive weights
@@ -361,3 +360,43 @@ def test_extra_rounds_stop_at_the_precision_the_budget_or_the_round_limit():
     # an impossible precision with time to spare stops at the round limit
     ended, added = run(noisy, [(2.0 + i % 2, 1.0) for i in range(100)], 0.0001, 10_000)
     assert ended["by"] == "max_repeats" and len(noisy) + len(added) == precision_request(("a", "b"), 0.1, None)["max_repeats"]
+
+
+# Each timed run of time_cached must evaluate the target on every row anew: a run that found its output cached
+# would time almost nothing. Counted, not timed: a Python UDF adds one to an accumulator per row it evaluates.
+COUNTED_RUNS = """
+import json, sys
+import pyarrow as pa, pyarrow.parquet as pq
+from pyspark.sql import functions as F, types as T
+from aether_mcp.evaluation.cached_timing import WARMUP_RUNS, time_cached
+from aether_mcp.evaluation.spark_session import create_session
+from aether_mcp.evaluation.target_evaluation import OUTPUT, LoadedTarget
+from aether_mcp.workspace import WorkspaceConfig
+
+config = WorkspaceConfig.model_validate(json.loads(sys.argv[1]))
+pq.write_table(pa.table({"weight": [1.0 + i for i in range(500)], "express": [i % 2 == 0 for i in range(500)]}), sys.argv[2])
+spark = create_session("local[1]", {}, "counted")
+calls = spark.sparkContext.accumulator(0)
+
+def counted(weight, express):
+    calls.add(1)
+    return weight * 2
+
+udf = F.udf(counted, T.DoubleType())
+loaded = LoadedTarget("counted", "row", lambda frame, columns: frame.withColumn(OUTPUT, udf(*columns)), "")
+timed = time_cached(spark, config, loaded, sys.argv[2], repeats=3, floor=True)
+print(json.dumps({"rows": timed["rows"], "runs": WARMUP_RUNS + 3, "timed": len(timed["seconds"]), "floors": len(timed["floor_seconds"]), "calls": calls.value}))
+"""
+
+
+@pytest.mark.slow
+def test_every_cached_timing_run_evaluates_the_target_on_every_row_and_the_floor_on_none(root, workspace, tmp_path):
+    import subprocess
+    import sys
+
+    config = Workspace.open(root, workspace).config.model_dump_json()
+    done = subprocess.run([sys.executable, "-c", COUNTED_RUNS, config, str(tmp_path / "rows.parquet")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    counted = json.loads(done.stdout.strip().splitlines()[-1])
+    assert counted["timed"] == counted["floors"] == 3
+    assert counted["calls"] == counted["rows"] * counted["runs"] == 500 * counted["runs"]  # the floor runs called it on none
