@@ -1,8 +1,9 @@
 """The judge's secret seeds: drawn fresh, recorded where only the server reads them, pinnable to replay a draw.
 
 Every random draw the judge makes (byte_compare's hidden rows and batch layouts, the audit's watched
-rows and layouts, the probes of mutation_score, scan_project's timing rows, the benchmark's order) starts
-from a seed drawn here. The agent never sees one: each is appended to the server's own record,
+rows and layouts, the probes of mutation_score, scan_project's timing rows) starts from a seed drawn
+here, and so does the benchmark's order of runs (which its application is given, and which results
+report anyway). The agent never sees the judge's: each is appended to the server's own record,
 `draws/DATE.jsonl` in the state folder (state_home), which is outside every workspace and hidden from
 every confined process like the manifest key beside it. A line holds the time, the call (one id for
 every seed of one tool call, nested calls included), the tool, the workspace, the seed's name and value.
@@ -10,7 +11,11 @@ every seed of one tool call, nested calls included), the tool, the workspace, th
 To replay a draw, give the server the seeds of that call as AETHER_MCP_SEEDS, a JSON object from name
 to seed (for example {"byte_compare.hidden": 123, "byte_compare.layout": 456}); a name drawn more than
 once in one call is numbered from its second draw on ("byte_compare.top_up#2"). Names not given are
-drawn fresh, and a pinned seed is recorded as pinned.
+drawn fresh, and a pinned seed is recorded as pinned. Pins are for replaying a failure only: a server
+left with them draws the same rows for every call, which an agent could learn and tune to.
+
+A record that cannot be written (a full or read-only state folder) does not stop the judge: the call
+goes on, unrecorded, and says so on the server's standard error. Records older than RECORD_DAYS are removed.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import inspect
 import json
 import os
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +37,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 PIN_VARIABLE = "AETHER_MCP_SEEDS"
 RECORD_FOLDER = "draws"
+RECORD_DAYS = 30
 
 
 @dataclass
@@ -43,6 +50,7 @@ class _Call:
 
 _current: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("aether_draws_call", default=None)
 _write_lock = threading.Lock()
+_pruned = False
 
 
 @contextlib.contextmanager
@@ -109,22 +117,30 @@ def record_path() -> os.PathLike[str]:
 
 
 def _record(entry: dict) -> None:
+    global _pruned
     from pathlib import Path
 
     path = Path(record_path())
     line = json.dumps(entry, sort_keys=True) + "\n"
     with _write_lock:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(line)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(line)
+            if not _pruned:
+                _pruned = True
+                for old in path.parent.glob("*.jsonl"):
+                    if time.time() - old.stat().st_mtime > RECORD_DAYS * 86_400:
+                        old.unlink(missing_ok=True)
+        except OSError as exc:  # the verdict does not depend on the record; a replay of this call will not be possible
+            print(f"aether-mcp: the seed {entry['name']} of {entry['tool']} could not be recorded in {path.parent} ({exc})", file=sys.stderr)
 
 
 def recorded(call_id: str | None = None) -> list[dict]:
-    """Entries of today's record (of one call, when given): what a replay needs."""
+    """Entries of the record, oldest day first (of one call, when given): what a replay needs."""
     from pathlib import Path
 
-    path = Path(record_path())
-    if not path.is_file():
-        return []
-    entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    entries = []
+    for path in sorted(Path(record_path()).parent.glob("*.jsonl")):
+        entries += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [e for e in entries if call_id is None or e.get("call") == call_id]

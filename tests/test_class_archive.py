@@ -7,7 +7,7 @@ import pytest
 from conftest import SQL_CANDIDATE
 
 from aether_mcp.evaluation import spark_session
-from aether_mcp.processes import class_archive
+from aether_mcp.processes import class_archive, confinement
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.tools import files
 from aether_mcp.tools.byte_compare import byte_compare
@@ -37,12 +37,24 @@ def _java_processes() -> dict[int, str]:
     return found
 
 
-def test_a_switched_off_archive_is_never_used(monkeypatch, tmp_path):
+def test_a_switched_off_archive_is_never_used_and_only_an_archive_the_server_made_is_readable_when_confined(monkeypatch, tmp_path):
     monkeypatch.setenv(class_archive.SWITCH_ENV, "0")
     monkeypatch.setenv(spark_session.CLASS_ARCHIVE_ENV, str(tmp_path / "stale.jsa"))
     assert class_archive.ensure() is None and spark_session.CLASS_ARCHIVE_ENV not in os.environ
     # the archive depends on this Java and Spark's jars: the same installation, the same name
     assert class_archive.key() == class_archive.key() and len(class_archive.key() or "") == 16
+    # a path in the variable that is not one of the server's archives grants confined processes nothing (a stale
+    # value naming a home folder's file would otherwise open that folder, and a state folder inside it)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    made = class_archive.folder() / f"spark-{'0' * 16}.jsa"
+    made.parent.mkdir(parents=True)
+    made.write_bytes(b"archive")
+    elsewhere = tmp_path / f"spark-{'0' * 16}.jsa"
+    elsewhere.write_bytes(b"archive")
+    spaced = tmp_path / "a b" / "aether-mcp" / "jvm"
+    for path, granted in [(made, True), (elsewhere, False), (made.with_name("spark-x.jsa"), False), (tmp_path, False), (spaced / made.name, False)]:
+        monkeypatch.setenv(spark_session.CLASS_ARCHIVE_ENV, str(path))
+        assert (str(made) in confinement.read_paths([])) is granted and class_archive.valid(str(path)) is granted, path
 
 
 @pytest.mark.slow
@@ -50,6 +62,7 @@ def test_workers_started_once_the_archive_exists_map_it_the_confined_candidate_w
     making = class_archive.ensure()
     if making is not None:
         making.join(class_archive.MAKE_TIMEOUT_S)
+        class_archive.ensure()  # as a worker's start does: the archive made since is used from now on
     archive = os.environ.get(spark_session.CLASS_ARCHIVE_ENV)
     assert archive and Path(archive).is_file(), f"no archive was made; see {class_archive.folder()}"
     assert Path(archive).parent == class_archive.folder() and Path(archive).stat().st_mode & 0o777 == 0o444  # kept read-only

@@ -16,7 +16,7 @@ HEAVY_WRONG = SQL_CANDIDATE.replace("return F.when(weight.isNull()", "fee_out = 
 )
 
 
-def test_each_seed_is_recorded_with_its_call_outside_every_workspace_and_a_pin_replays_it(tmp_path, monkeypatch):
+def test_each_seed_is_recorded_with_its_call_outside_every_workspace_and_a_pin_replays_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("AETHER_MCP_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.delenv(draws.PIN_VARIABLE, raising=False)
     with draws.call("byte_compare", "/root/ws") as call_id:
@@ -42,6 +42,13 @@ def test_each_seed_is_recorded_with_its_call_outside_every_workspace_and_a_pin_r
         draws.seed("byte_compare.top_up")
         assert draws.seed("byte_compare.top_up") == top_up_again
     assert [e["pinned"] for e in draws.recorded(replay)] == [True, False, True]
+
+    # a record that cannot be written does not stop the judge: the seed is drawn, and the server's log says so
+    (tmp_path / "blocked").write_text("a file where the state folder should be")
+    monkeypatch.setenv("AETHER_MCP_STATE_DIR", str(tmp_path / "blocked"))
+    monkeypatch.delenv(draws.PIN_VARIABLE)
+    assert draws.seed("byte_compare.hidden") >= 0
+    assert "the seed byte_compare.hidden of byte_compare could not be recorded" in capsys.readouterr().err
 
     # a pin that cannot be read is refused with what to give instead, never silently ignored
     monkeypatch.setenv(draws.PIN_VARIABLE, "{hidden: 1")

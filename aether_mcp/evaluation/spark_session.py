@@ -41,7 +41,7 @@ def create_session(master: str, conf: dict[str, str], app_name: str, quick_jit: 
     settings = {**HARNESS_CONF, **conf}
     options = QUICK_JIT if quick_jit else ""
     archive = os.environ.get(CLASS_ARCHIVE_ENV)
-    if archive and os.path.isfile(archive):
+    if archive and os.path.isfile(archive) and not any(c.isspace() for c in archive):  # Spark splits the options at whitespace
         options += f" -XX:SharedArchiveFile={archive}"
     if os.environ.get("AETHER_SCRATCH") and os.environ.get("TMPDIR"):
         options += f" -Djava.io.tmpdir={os.environ['TMPDIR']} -XX:-UsePerfData"

@@ -36,6 +36,7 @@ import aether_mcp
 from aether_mcp.confined import landlock
 from aether_mcp.confined.launch import CONFINEMENT_FAILED
 from aether_mcp.evaluation.spark_session import CLASS_ARCHIVE_ENV
+from aether_mcp.processes import class_archive
 
 SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/proc", "/sys", "/dev")
 DEVICE_WRITE = ("/dev/null", "/dev/zero", "/dev/full")
@@ -105,8 +106,8 @@ def python_paths() -> list[str]:
 
 
 def read_paths(extra: list[str]) -> list[str]:
-    archive = os.environ.get(CLASS_ARCHIVE_ENV)  # Spark's classes, mapped by every JVM (processes/class_archive)
-    shared = {os.path.realpath(os.path.dirname(archive))} if archive and os.path.isfile(archive) else set()
+    archive = os.environ.get(CLASS_ARCHIVE_ENV)  # Spark's classes, mapped by every JVM: that one file, if it is one the server made
+    shared = {os.path.realpath(archive)} if class_archive.valid(archive) else set()
     return sorted(set(SYSTEM_READ) | set(python_paths()) | shared | {os.path.realpath(p) for p in extra})
 
 
