@@ -41,8 +41,8 @@ def test_a_switched_off_archive_is_never_used_and_only_an_archive_the_server_mad
     monkeypatch.setenv(class_archive.SWITCH_ENV, "0")
     monkeypatch.setenv(spark_session.CLASS_ARCHIVE_ENV, str(tmp_path / "stale.jsa"))
     assert class_archive.ensure() is None and spark_session.CLASS_ARCHIVE_ENV not in os.environ
-    # the archive depends on this Java and Spark's jars: the same installation, the same name
-    assert class_archive.key() == class_archive.key() and len(class_archive.key() or "") == 16
+    # this installation has Java and Spark's jars, so it has an archive name
+    assert len(class_archive.key() or "") == 16
     # a path in the variable that is not one of the server's archives grants confined processes nothing (a stale
     # value naming a home folder's file would otherwise open that folder, and a state folder inside it)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
