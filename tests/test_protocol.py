@@ -263,6 +263,13 @@ async def test_byte_compare_proves_equality_through_the_protocol(client):
     assert {g["name"]: g["status"] for g in status["gates"]}["candidate_equal"] == "pending"
     text = await refused(client, "byte_compare", workspace=ws, candidate="fee", hidden_rows=10**7)
     assert "hidden_rows: Input should be less than or equal to 200000 (given 10000000)" in text
+    # a candidate whose job fails in the JVM: each row's failure says why, not which py4j call carried it
+    broken = 'from pyspark.sql import functions as F\n\nTARGET = "sql"\n\n\ndef build(weight, express):\n    return F.when(weight.isNotNull(), F.format_string(\"%d\", weight).cast(\"double\"))\n'
+    await ok(client, "write_file", workspace=ws, path="candidate/broken.py", content=broken)
+    result = await ok(client, "byte_compare", workspace=ws, candidate="broken", hidden_rows=1000)
+    shown = [m["actual"] for m in result["mismatches"] if "raised" in m["actual"]]
+    assert result["equal"] is False and shown, result["mismatches"][:3]
+    assert all("d != java.lang.Double" in text and "An error occurred while calling" not in text for text in shown), [t for t in shown if "java.lang.Double" not in t][:3]
 
 
 @pytest.mark.slow

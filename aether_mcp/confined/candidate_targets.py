@@ -21,6 +21,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from aether_mcp.confined import arrow_batches, job_environment, sql_build, watch
 from aether_mcp.confined.arrow_batches import AUDIT, ERROR, EVENTS, OUTPUT, ROW_ID
 from aether_mcp.evaluation.source_modules import digest
+from aether_mcp.evaluation.spark_errors import explain
 from aether_mcp.evaluation.target_evaluation import (
     ARROW_BATCH_CONF,
     EMPTY_GROUP,
@@ -31,7 +32,6 @@ from aether_mcp.evaluation.target_evaluation import (
     argument_columns,
     argument_schema,
     arrow_frame,
-    first_line,
     group_rows,
     import_failure_message,
     is_grouped,
@@ -82,7 +82,7 @@ def load_candidate(config: Any, target: str, source: str, filename: str) -> Load
         try:
             built = sql_build.to_columns(SparkSession.active(), result["steps"])
         except Exception as exc:  # an expression Spark cannot read back
-            raise TargetError(f"{target}: its expression could not be read back: {first_line(exc)}", events=events) from None
+            raise TargetError(f"{target}: its expression could not be read back: {explain(exc)}", events=events) from None
         if is_grouped(config):
             if not isinstance(built, Column):
                 raise TargetError(f"{target}: the UDF is an aggregation, so build(*cols) must return one aggregate Column (e.g. F.max(c) - F.min(c)), not {type(built).__name__}")

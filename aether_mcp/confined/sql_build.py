@@ -25,6 +25,8 @@ import sys
 import threading
 from typing import Any
 
+from aether_mcp.evaluation.spark_errors import explain
+
 BUILD_TIMEOUT_S = 60
 CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
 
@@ -96,7 +98,7 @@ def _build(request: dict[str, Any]) -> dict[str, Any]:
         try:
             built = build(*columns)
         except BaseException as exc:
-            return {"ok": False, "stage": "build", "message": f"{exc.__class__.__name__}: {_first_line(exc)}", "events": watch.drain()}
+            return {"ok": False, "stage": "build", "message": f"{explain(exc, named=True)}", "events": watch.drain()}
     events = watch.drain()
     try:
         if isinstance(built, Column):
@@ -106,7 +108,7 @@ def _build(request: dict[str, Any]) -> dict[str, Any]:
         else:
             return {"ok": False, "stage": "result", "message": f"build(*cols) must return a Column or a non-empty list of (name, Column) steps, not {type(built).__name__}", "events": events}
     except Exception as exc:  # a Column whose expression cannot be written out
-        return {"ok": False, "stage": "result", "message": f"its expression could not be serialized: {exc.__class__.__name__}: {_first_line(exc)}", "events": events}
+        return {"ok": False, "stage": "result", "message": f"its expression could not be serialized: {explain(exc, named=True)}", "events": events}
     return {"ok": True, "steps": steps, "events": events}
 
 
@@ -116,11 +118,6 @@ def _is_step(step: Any, column_type: type) -> bool:
 
 def _encoded(column: Any) -> str:
     return base64.b64encode(column._expr.to_plan(None).SerializeToString()).decode("ascii")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
 # ---- the worker's side ----

@@ -33,9 +33,10 @@ def main(argv: list[str]) -> int:
     try:
         result = run(request, report)
     except Exception as exc:
-        from aether_mcp.evaluation.data_runs import UserFacing, first_line
+        from aether_mcp.evaluation.data_runs import UserFacing
+        from aether_mcp.evaluation.spark_errors import explain
 
-        result = {"error": str(exc) if isinstance(exc, UserFacing) else first_line(exc), "traceback": traceback.format_exc()[-3000:]}
+        result = {"error": str(exc) if isinstance(exc, UserFacing) else explain(exc, named=True), "traceback": traceback.format_exc()[-3000:]}
     result_file.finish(request["result"], result, indent=2)
     return 0
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 from typing import Any
 
-PYTHON_RAISE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b[^:]*: ")
+from aether_mcp.evaluation.spark_errors import explain
 
 
 class UserFacing(Exception):
@@ -49,15 +48,15 @@ def apply_and_write(spark, loaded, inputs, columns, path: str, is_import_failure
         return {"seconds": round(time.perf_counter() - started, 3), "raised_rows": 0, "timed": "every row, as the job wires it"}
     except Exception as exc:
         if is_import_failure(exc):
-            raise UserFacing(f"{loaded.label} failed to load in Spark's Python workers: {first_line(exc)}") from None
-        failure = first_line(exc)
+            raise UserFacing(f"{loaded.label} failed to load in Spark's Python workers: {explain(exc, named=True)}") from None
+        failure = explain(exc, named=True)
     # some row raised: find which, in one job, then run over the others
     if loaded.probe is not None:
         try:
             probed = loaded.probe(inputs, columns).where(F.col(OUTPUT).isNotNull())
         except Exception as exc:  # the sql probe needs the driver's JVM, which a Spark Connect client has not
             raise UserFacing(
-                f"{loaded.label} failed on some rows ({failure[:300]}), and the rows cannot be told apart here ({first_line(exc)[:200]}); "
+                f"{loaded.label} failed on some rows ({failure[:300]}), and the rows cannot be told apart here ({explain(exc, named=True)[:200]}); "
                 "validate on a local or spark:// master to count them, or run byte_compare"
             ) from None
         probed.select(ROW_ID, F.lit(None).cast(loaded_output_type(spark, loaded, inputs, columns)).alias(OUTPUT), F.col(OUTPUT).alias(ERROR)).write.mode("overwrite").parquet(path)
@@ -86,16 +85,3 @@ def _output_name() -> str:
     from aether_mcp.evaluation.target_evaluation import OUTPUT
 
     return OUTPUT
-
-
-def first_line(exc: BaseException) -> str:
-    """The line of a Spark failure that says what went wrong: for a Python worker's failure, the Python exception itself."""
-    text = str(exc).strip()
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    raised = [line for line in lines if PYTHON_RAISE.match(line)]
-    if "Python worker" in text and raised:
-        return raised[-1][:600]
-    for line in lines:
-        if not line.startswith(("Traceback", "File ", "JVM stacktrace")):
-            return f"{exc.__class__.__name__}: {line}"[:600]
-    return exc.__class__.__name__

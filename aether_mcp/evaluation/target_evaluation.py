@@ -26,6 +26,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from aether_mcp.confined import arrow_batches
 from aether_mcp.confined.arrow_batches import ERROR, EVENTS, OUTPUT, ROW_ID
 from aether_mcp.evaluation.pandas_forms import EMPTY_GROUP_MESSAGE, EMPTY_GROUP_TYPE
+from aether_mcp.evaluation.spark_errors import explain
 from aether_mcp.spark_types import parse_type
 from aether_mcp.wire.value_codec import Raised
 from aether_mcp.workspace import WorkspaceConfig
@@ -228,11 +229,17 @@ class _Evaluation:
                 raising.append(index)
         if self.loaded.target_kind == "sql":
             # The probe knows that a row failed, not how: run a few alone for the real error.
+            alone = []
             for index in raising[:SQL_ERRORS_SHOWN]:
                 try:
                     self._collect([index])
                 except Exception as exc:
                     self.outputs[index] = raised_from(exc)
+                    alone.append(self.outputs[index])
+            if alone:  # the others say what the first row run alone raised, so every row shows a cause
+                seen = f"; a row run alone raised {alone[0].type}: {alone[0].message}"
+                for index in raising[SQL_ERRORS_SHOWN:]:
+                    self.outputs[index] = Raised(SQL_RAISED, SQL_RAISED_NOTE + seen)
         return clean
 
     def _isolate(self, indices: list[int], failure: BaseException) -> None:
@@ -244,7 +251,7 @@ class _Evaluation:
             self.isolation_budget -= 1
             return
         if self.isolation_budget <= 0:
-            unresolved = Raised("BatchFailed", f"a batch holding this row failed and was not split further: {first_line(failure)}")
+            unresolved = Raised("BatchFailed", f"a batch holding this row failed and was not split further: {explain(failure)}")
             for index in indices:
                 self.outputs[index] = unresolved
             return
@@ -322,7 +329,7 @@ def _output_field(spark: SparkSession, config: WorkspaceConfig, loaded: LoadedTa
     except TargetError:
         raise
     except Exception as exc:
-        raise TargetError(f"{loaded.label} cannot be applied to the argument columns: {first_line(exc)}") from exc
+        raise TargetError(f"{loaded.label} cannot be applied to the argument columns: {explain(exc)}") from exc
     if loaded.target_kind == "sql":
         plan = frame._jdf.queryExecution().executedPlan().toString()
         found = [node for node in PYTHON_EVAL_NODES if node in plan]
@@ -361,7 +368,7 @@ def raised_from(exc: BaseException) -> Raised:
         return Raised(exc_type.rsplit(".", 1)[-1], message.strip())
     error_class = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
     condition = error_class() if callable(error_class) else None
-    return Raised(condition or type(exc).__name__, first_line(exc))
+    return Raised(condition or type(exc).__name__, explain(exc))
 
 
 class RowCoercer:
@@ -384,7 +391,7 @@ class RowCoercer:
             try:
                 verify(value)
             except (TypeError, ValueError) as exc:
-                raise BadRows(f"row {index}, argument {spark_field.name!r} ({spark_field.dataType.simpleString()}): {first_line(exc)}") from exc
+                raise BadRows(f"row {index}, argument {spark_field.name!r} ({spark_field.dataType.simpleString()}): {explain(exc)}") from exc
             values.append(value)
         return tuple(values)
 
@@ -427,7 +434,3 @@ def _bounded(value: Any, low: int, high: int) -> int | None:
         return None
     return max(low, min(high, int(value)))
 
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:500] if text else type(exc).__name__

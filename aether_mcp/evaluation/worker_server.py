@@ -26,6 +26,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from aether_mcp.evaluation.spark_errors import explain
 from aether_mcp.wire import value_codec
 from aether_mcp.wire.worker_protocol import receive_message, send_message
 
@@ -78,7 +79,7 @@ class SparkWorker:
             if self.warm:
                 self.warm_up()
         except Exception as exc:  # reported to every request, and the server restarts the worker
-            self.spark_error = f"Spark failed to start: {exc.__class__.__name__}: {first_line(exc)}"
+            self.spark_error = f"Spark failed to start: {exc.__class__.__name__}: {explain(exc)}"
             traceback.print_exc()
         finally:
             self.spark_ready.set()
@@ -131,11 +132,6 @@ class SparkWorker:
 
 def refused(message: str) -> dict[str, Any]:
     return {"ok": False, "error_kind": "refused", "message": message}
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:500] if text else type(exc).__name__
 
 
 class _Handler(socketserver.BaseRequestHandler):

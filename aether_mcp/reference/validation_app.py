@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from aether_mcp.confined import result_file
-from aether_mcp.evaluation.data_runs import UserFacing, apply_and_write, first_line, session
+from aether_mcp.evaluation.data_runs import UserFacing, apply_and_write, session
+from aether_mcp.evaluation.spark_errors import explain
 
 INPUTS_PHASE, COMPARE_PHASE = "inputs", "compare"
 INPUTS, ORIGINAL, CANDIDATE = "inputs", "original", "candidate"
@@ -71,7 +72,7 @@ def read_data(spark, data: dict[str, Any]):
     try:
         return reader.format(data["format"]).load(data["path"])
     except Exception as exc:
-        raise UserFacing(f"Spark could not read {data['path']} as {data['format']}: {first_line(exc)}") from None
+        raise UserFacing(f"Spark could not read {data['path']} as {data['format']}: {explain(exc, named=True)}") from None
 
 
 def argument_inputs(config, frame, data: dict[str, Any]):
@@ -100,7 +101,7 @@ def argument_inputs(config, frame, data: dict[str, Any]):
     try:
         return frame.select(*selected), casts
     except Exception as exc:
-        raise UserFacing(f"the data's columns do not cast to the UDF's argument types ({first_line(exc)}); casts asked: {casts}") from None
+        raise UserFacing(f"the data's columns do not cast to the UDF's argument types ({explain(exc, named=True)}); casts asked: {casts}") from None
 
 
 def run_inputs(request: dict[str, Any], report) -> dict[str, Any]:
