@@ -137,3 +137,48 @@ def test_case_rows_are_read_as_data_never_run(tmp_path):
     with pytest.raises(ToolError, match="CASES must be written as literal data"):
         read_case_rows(cases)
     assert read_case_rows(tmp_path / "missing.py") == []
+
+
+DATES = textwrap.dedent(
+    '''
+    from datetime import datetime
+
+    # rows look like '2015-04-21 16:56:08 UTC'
+    def opened_hour(opened, due):
+        if opened is None:
+            return None
+        when = datetime.strptime(due, "%d/%m/%Y")
+        return datetime.strptime(opened, "%Y-%m-%d %H:%M:%S UTC").hour + when.day
+
+    JAVA_STYLE = "yyyy-MM-dd'T'HH:mm:ss"
+    '''
+)
+
+
+def test_date_formats_are_mined_from_formats_samples_in_comments_java_patterns_and_splits():
+    formats = mine(DATES).date_formats
+    assert "%d/%m/%Y" in formats  # a strptime format
+    assert "%Y-%m-%d %H:%M:%S UTC" in formats  # the sample in the comment (and the format itself)
+    assert "%Y-%m-%dT%H:%M:%S" in formats  # the Java pattern
+    split_only = "def minutes(time_text):\n    hours, minutes = time_text.split(':')[:2]\n    return int(hours) * 60 + int(minutes)\n"
+    assert {"%H:%M:%S", "%Y-%m-%d %H:%M:%S"} <= set(mine(split_only).date_formats)  # a split on ':' of a time: the ISO forms
+    assert mine(ORIGINAL).date_formats == []  # a UDF that parses no date gets none
+
+
+def test_hidden_strings_of_a_date_parsing_udf_parse_on_boundaries_and_some_nearly_do():
+    source = "from datetime import datetime\n\n# e.g. '2015-04-21 16:56:08 UTC'\ndef opened_hour(opened):\n    return datetime.strptime(opened, '%Y-%m-%d %H:%M:%S UTC').hour\n"
+    rows = hidden_rows(config("string"), mine(source), 4000, seed=5)
+    opened = [row[0] for row in rows if row[0] is not None]
+    parsed = []
+    for text in opened:
+        try:
+            parsed.append(dt.datetime.strptime(text, "%Y-%m-%d %H:%M:%S UTC"))
+        except ValueError:
+            pass
+    assert len(parsed) >= len(opened) // 4  # random strings would almost never parse
+    days = {(p.month, p.day) for p in parsed}
+    assert (2, 29) in days and (12, 31) in days and (1, 31) in days  # leap days and month ends
+    assert any(p.hour == 0 and p.minute == 0 and p.second == 0 for p in parsed) and any((p.hour, p.minute, p.second) == (23, 59, 59) for p in parsed)
+    assert any(" 0:" in text or "-1-" in text for text in opened)  # single-digit parts without their zero, which strptime reads
+    near = [text for text in opened if text[:2].isdigit() and "UTC" in text and text not in {p.strftime("%Y-%m-%d %H:%M:%S UTC") for p in parsed}]
+    assert any(text.endswith(":61 UTC") or "-13-" in text or " 24:" in text for text in near)  # near misses past a part's range

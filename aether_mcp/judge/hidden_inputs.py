@@ -16,6 +16,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from aether_mcp.judge.date_strings import date_string
 from aether_mcp.judge.edge_inputs import _float32, edge_values, map_keys
 from aether_mcp.judge.mined_values import MinedValues, boundary_values
 from aether_mcp.lazy_import import lazy_module
@@ -216,6 +217,8 @@ class _ValueSource:
 
     def _string(self, mined: bool) -> str:
         rng = self.rng
+        if self.mined.date_formats and rng.random() < (0.75 if mined else 0.4):
+            return date_string(self.mined.date_formats, rng)
         literals = [s for s in self.mined.strings if s]
         if mined and literals:
             roll = rng.random()

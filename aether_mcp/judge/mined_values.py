@@ -3,7 +3,8 @@
 Every numeric constant (a comparison boundary, a rate, a cap), every string literal (a lookup
 key, a prefix, a separator) and the characters those literals are made of. Hidden inputs are
 built around them: `age >= 65` is probed at 64, 65, 66 and 65 +/- epsilon; `tier == "gold"` with
-"GOLD", " gold", "gold\\t" and "gold\\u00a0".
+"GOLD", " gold", "gold\\t" and "gold\\u00a0". Date formats it parses, spells or shows by example
+become date strings (date_strings).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import ast
 import math
 import re
 from dataclasses import dataclass, field
+
+from aether_mcp.judge.date_strings import mine_formats
 
 # Characters that are regex syntax rather than text, dropped when a literal is used as a pattern.
 _REGEX_SYNTAX = re.compile(r"\\[AbBdDsSwWZ]|[\^\$\*\+\?\{\}\[\]\(\)\|]")
@@ -24,6 +27,7 @@ class MinedValues:
     strings: list[str] = field(default_factory=list)
     alphabet: str = ""
     lengths: list[int] = field(default_factory=list)
+    date_formats: list[str] = field(default_factory=list)  # strftime formats of the dates the source parses (date_strings)
 
 
 def mine(source: str) -> MinedValues:
@@ -59,6 +63,7 @@ def mine(source: str) -> MinedValues:
         strings=list(strings),
         alphabet=alphabet,
         lengths=lengths,
+        date_formats=mine_formats(source),
     )
 
 

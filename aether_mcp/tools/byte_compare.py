@@ -30,6 +30,7 @@ from aether_mcp.judge.edge_inputs import edge_rows
 from aether_mcp.judge.hidden_inputs import hidden_rows as generate_hidden_rows
 from aether_mcp.judge.mined_values import mine
 from aether_mcp.judge.raise_regions import RaiseRegions
+from aether_mcp.judge.row_measures import has_value, longest_string
 from aether_mcp.judge.watch_events import WatchEvent, parse
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import EvaluationFailed, WorkerPool
@@ -114,6 +115,7 @@ class Evidence(BaseModel):
     hidden_rows_generated: int
     hidden_rows_compared: int = Field(description="hidden rows on which the original returned, compared")
     hidden_rows_original_raised: int
+    hidden_rows_with_a_value: int = Field(0, description="hidden rows on which the original returned something other than null, NaN or an empty string or collection")
     extra_rows_drawn: int = Field(0, description="hidden rows drawn after learning where the original raises, to reach the required count")
     learned: list[str] = Field(default_factory=list, description="argument features the original raised on nearly always; the extra rows avoid them")
     hidden_rows_over_64_chars: int = Field(0, description="hidden rows with a string argument longer than 64 characters")
@@ -543,9 +545,12 @@ class _Evidence:
                 f"{len(hidden)}). Check the argument types in aether.toml, record_cases with rows on which the original returns, or lower "
                 "[compare] min_compared_rows only if the UDF's real inputs are this narrow."
             )
-        long_rows = sum(1 for i in hidden if _longest_string(self.rows[i]) > 64)
+        long_rows, longer_rows = (sum(1 for i in hidden if longest_string(self.rows[i]) > size) for size in (64, 256))
         if long_rows:
-            note += f"; {long_rows} hidden rows had a string argument over 64 characters ({sum(1 for i in hidden if _longest_string(self.rows[i]) > 256)} over 256)"
+            note += f"; {long_rows} hidden rows had a string argument over 64 characters ({longer_rows} over 256)"
+        valued = sum(1 for i in hidden if not isinstance(self.expected[i], Raised) and has_value(self.expected[i]))
+        if compared and valued < compared // 10:
+            note += f"; only {valued} of the {compared} compared rows gave a value (not null, NaN or empty): record_cases with rows that do"
         if self.indices:
             note += f"; {len(self.indices)} extra rows were drawn" + (f" avoiding {'; '.join(self.learned)}" if self.learned else "")
         return Evidence(
@@ -555,26 +560,12 @@ class _Evidence:
             hidden_rows_original_raised=raised,
             extra_rows_drawn=len(self.indices),
             learned=self.learned,
-            hidden_rows_over_64_chars=sum(1 for i in hidden if _longest_string(self.rows[i]) > 64),
-            hidden_rows_over_256_chars=sum(1 for i in hidden if _longest_string(self.rows[i]) > 256),
+            hidden_rows_with_a_value=valued,
+            hidden_rows_over_64_chars=long_rows,
+            hidden_rows_over_256_chars=longer_rows,
             enough=enough,
             note=note,
         )
-
-
-def _longest_string(row: list[Any]) -> int:
-    """The length of the longest string among a row's arguments (inside arrays, maps and structs too)."""
-    longest = 0
-    stack = list(row)
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            longest = max(longest, len(value))
-        elif isinstance(value, dict):
-            stack += list(value.keys()) + list(value.values())
-        elif isinstance(value, (list, tuple)):
-            stack += list(value)
-    return longest
 
 
 def _raised_examples(inputs, rows, expected, actual, raised: list[int]) -> list[RaisedExample]:
