@@ -263,6 +263,33 @@ def test_a_library_that_is_not_installed_is_refused_at_init_saying_what_to_insta
         workspaces.init_workspace(root, "job.py", "strip_salary")
 
 
+STAR_CONSTANTS_JOB = """
+from pyspark.sql.functions import udf
+from pyspark.sql.types import StringType
+
+from constants import *
+
+
+@udf(StringType())
+def age_band(age: int) -> str:
+    if age is None:
+        return UNKNOWN_BAND
+    return SENIOR_BAND if age >= SENIOR_AGE else ADULT_BAND
+"""
+
+
+def test_a_star_imported_local_module_that_is_not_beside_the_job_is_named_as_the_projects_with_the_names_needed(tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "constants.py").write_text("SENIOR_AGE = 65\nSENIOR_BAND = 'senior'\nADULT_BAND = 'adult'\nUNKNOWN_BAND = '?'\n")
+    root = _root(tmp_path, **{"job.py": STAR_CONSTANTS_JOB})
+    with pytest.raises(ToolError) as refused:
+        workspaces.init_workspace(root, "job.py", "age_band")
+    text = str(refused.value)
+    assert "reads ADULT_BAND, SENIOR_AGE, SENIOR_BAND, UNKNOWN_BAND from `from constants import *` in job.py" in text
+    assert "module of the project" in text and "lib/constants.py exists" in text and "Put constants.py beside job.py" in text
+    assert not (tmp_path / "aether_workspaces" / "age_band").exists()
+
+
 def test_a_name_the_job_defines_but_the_extraction_lost_is_refused_never_recorded(tmp_path):
     # RATE is bound by `global` inside configure(), which the extraction does not carry: every row would raise NameError
     root = _root(tmp_path, **{"job.py": GLOBAL_SET_JOB})

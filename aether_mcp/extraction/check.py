@@ -78,7 +78,8 @@ def _judge(raw: dict[str, Any], extracted: ExtractedUdf, source_path: Path, show
     name = extracted.definition.name
     missing_module = raw.get("missing_module") or next(iter(raw.get("import_errors") or {}), None)
     if missing_module:
-        raise ToolError(_import_problem(name, missing_module, source_path, shown, raw.get("load_error")))
+        star = missing_module.split(".")[0] in {module.split(".")[0] for module in extracted.star_imports}
+        raise ToolError(_import_problem(name, missing_module, source_path, shown, raw.get("load_error"), extracted if star else None))
     raised = raw.get("name_errors") or {}
     provided = raw.get("star_provided") or {}
     lost = sorted(n for n in {raw.get("missing_name"), *raised} if n and (n in extracted.job_names or provided.get(n)))
@@ -108,7 +109,8 @@ def _judge(raw: dict[str, Any], extracted: ExtractedUdf, source_path: Path, show
     return notes
 
 
-def _import_problem(name: str, module: str, source_path: Path, shown: str, load_error: str | None) -> str:
+def _import_problem(name: str, module: str, source_path: Path, shown: str, load_error: str | None, star_of: ExtractedUdf | None = None) -> str:
+    """Why an import failed and what to do; `star_of`: the extraction, when the module is one the job star-imports."""
     top = module.split(".")[0]
     local = [p for p in (source_path.parent / f"{top}.py", source_path.parent / top) if p.exists()]
     if local:
@@ -119,9 +121,54 @@ def _import_problem(name: str, module: str, source_path: Path, shown: str, load_
         )
     installed = importlib.util.find_spec(top) is not None
     detail = f" ({load_error})" if load_error else ""
+    if star_of is not None and not installed:
+        # `from constants import *` with no constants.py where the job finds it: most likely the project's own module, left out
+        names = star_names(star_of.module_source)
+        root = source_path.parents[len(Path(shown).parts) - 1]
+        elsewhere = [str(path.relative_to(root)) for path in _files_named(root, f"{top}.py")]
+        return (
+            f"UDF {name!r} reads {', '.join(names[:12]) or 'names'} from `from {module} import *` in {shown}, and {module!r} is neither a "
+            f"file beside {shown} (or in a folder above it, under the server's root) nor installed: it looks like a module of the project "
+            f"that is not where the job imports it from"
+            + (f" ({', '.join(elsewhere[:3])} exists, but the job imports it as {module!r} only when its folder is on the job's path)" if elsewhere else "")
+            + f". Put {top}.py beside {shown} and try again (or, if {module!r} is a library, pip install {top} where aether-mcp runs). Nothing was created."
+        )
     if installed:
         return f"UDF {name!r} failed to import {module!r} although it is installed{detail}; fix the import in {shown} and try again. Nothing was created."
     return (
         f"UDF {name!r} needs the module {module!r}, which is not installed in the server's Python{detail}: install it (pip install {top}) "
         "where aether-mcp runs and try again. Nothing was created."
     )
+
+
+def star_names(source: str) -> list[str]:
+    """Names `source` reads but binds nowhere, builtins aside: with a star import, what it expects that import to give."""
+    import builtins
+    import symtable
+
+    table = symtable.symtable(source, "<extracted>", "exec")
+    bound = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    read: dict[str, None] = {}
+    stack = [table]
+    while stack:
+        scope = stack.pop()
+        stack += scope.get_children()
+        for symbol in scope.get_symbols():
+            global_here = scope is table or symbol.is_global()
+            if global_here and symbol.is_referenced() and symbol.get_name() not in bound and not hasattr(builtins, symbol.get_name()):
+                read[symbol.get_name()] = None
+    return sorted(read)
+
+
+def _files_named(root: Path, filename: str, most: int = 3, folders: int = 5000) -> list[Path]:
+    """Up to `most` files called `filename` under `root`, looking in at most `folders` folders (hidden ones, virtual environments and workspaces skipped)."""
+    import os
+
+    found: list[Path] = []
+    for seen, (folder, subfolders, files) in enumerate(os.walk(root)):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in {"aether_workspaces", "node_modules", "venv", "__pycache__"}]
+        if filename in files:
+            found.append(Path(folder) / filename)
+        if len(found) >= most or seen >= folders:
+            break
+    return found
