@@ -13,6 +13,7 @@ import pytest
 from conftest import EXAMPLES, SQL_CANDIDATE, VECTORIZED_CANDIDATE
 from mcp.server.mcpserver.exceptions import ToolError
 
+from aether_mcp.bench_stats import overhead_eliminated
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import files, workspaces
 from aether_mcp.tools.benchmarking import bootstrap_paired_ci, generate_data, micro_benchmark, paired_speedup, run_benchmark, tune_arrow_batch
@@ -79,6 +80,13 @@ def test_the_speedup_pairs_runs_of_the_same_round_so_machine_drift_cancels():
     low, high = bootstrap_paired_ci(original, candidate)
     assert low <= 2.0 <= high and high <= 4.2
     assert bootstrap_paired_ci([3.0, 6.0, 4.5], [1.5, 3.0, 2.25]) == [2.0, 2.0]
+
+
+def test_overhead_removed_is_a_share_of_the_udfs_cost_and_above_one_says_why_it_cannot_be():
+    assert overhead_eliminated(10.0, 4.0, 2.0) == (0.75, "")
+    share, note = overhead_eliminated(10.0, 1.9, 2.0)  # faster than the job with no UDF at all
+    assert share == 1.012 and "below the no-UDF floor" in note and "not more" in note
+    assert overhead_eliminated(10.0, 4.0, None) == (None, "") and overhead_eliminated(2.0, 1.0, 2.5) == (None, "")
 
 
 def test_benchmark_arguments_are_checked_before_anything_runs(root, workspace, workers):

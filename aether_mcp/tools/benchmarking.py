@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from aether_mcp import bench_data, draws
 from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
 from aether_mcp.bench_data import GenerateDataResult
-from aether_mcp.bench_stats import bootstrap_paired_ci, paired_speedup
+from aether_mcp.bench_stats import bootstrap_paired_ci, overhead_eliminated, paired_speedup
 from aether_mcp.evaluation.pandas_forms import EMPTY_GROUP_TYPE
 from aether_mcp.judge.raise_regions import RaiseRegions
 from aether_mcp.lazy_import import lazy_module
@@ -86,7 +86,8 @@ class RunBenchmarkResult(BaseModel):
     speedup: float | None = Field(description="median over rounds of original seconds / candidate seconds in the same round")
     speedup_ci: list[float] | None = Field(description="95% bootstrap interval [low, high] of the speedup, resampling rounds")
     ratio_of_medians: float | None = Field(description="original median / candidate median, the bars of the chart")
-    overhead_eliminated: float | None = Field(description="(original - candidate) / (original - floor), from medians")
+    overhead_eliminated: float | None = Field(description="(original - candidate) / (original - floor), from medians; above 1, see overhead_note")
+    overhead_note: str = Field("", description="set when overhead_eliminated is above 1: the candidate timed faster than the job with no UDF at all")
     rounds_ended_by: str = Field("", description="why the timed rounds stopped: precision (the interval's half-width reached the target), budget (time_budget_s ran out), max_repeats, or a failure")
     gate: str = Field(description="the byte_compare the candidate passed before any timing")
     backend: Literal["cpu", "gpu"] = Field(description="where the candidate ran: the GPU backend (cuDF/CuPy, native kernels) or the CPU one")
@@ -157,6 +158,7 @@ def run_benchmark(
     measured = [_mode_result(mode, seconds, rows, raw.get("python_metrics", {}).get(mode, [])) for mode, seconds in raw["runs"].items() if seconds]
     by_mode = {m.mode: m for m in measured}
     speedup = speedup_ci = overhead = ratio_of_medians = None
+    overhead_note = ""
     if "original" in by_mode and "candidate" in by_mode:
         # Rounds are interleaved, so a slow spell of the machine hits both runs of a round: the
         # per-round ratio cancels it, where the ratio of two medians taken from different rounds
@@ -165,8 +167,7 @@ def run_benchmark(
         speedup = paired_speedup(raw["runs"]["original"], raw["runs"]["candidate"])
         speedup_ci = bootstrap_paired_ci(raw["runs"]["original"], raw["runs"]["candidate"])
         ratio_of_medians = round(by_mode["original"].median_s / by_mode["candidate"].median_s, 3)
-        if "floor" in by_mode and by_mode["original"].median_s > by_mode["floor"].median_s:
-            overhead = round((by_mode["original"].median_s - by_mode["candidate"].median_s) / (by_mode["original"].median_s - by_mode["floor"].median_s), 3)
+        overhead, overhead_note = overhead_eliminated(by_mode["original"].median_s, by_mode["candidate"].median_s, by_mode["floor"].median_s if "floor" in by_mode else None)
     result = RunBenchmarkResult(
         workspace=str(opened.path),
         candidate=name,
@@ -180,6 +181,7 @@ def run_benchmark(
         speedup_ci=speedup_ci,
         ratio_of_medians=ratio_of_medians,
         overhead_eliminated=overhead,
+        overhead_note=overhead_note,
         gate=gate_text,
         backend=resolved.name,  # type: ignore[arg-type]
         simulated=resolved.simulated,
@@ -240,14 +242,16 @@ def _precheck(opened: Workspace, workers: WorkerPool, data: GenerateDataResult, 
     if not raised:
         return
     regions = RaiseRegions(rows, outputs)
-    suggested = {name: dict(settings) for name, settings in data.spec_used.items()}
+    used = {name: dict(settings) for name, settings in data.spec_used.items() if settings}
+    suggested = {name: dict(settings) for name, settings in used.items()}  # a spec is suggested only when it changes what the data holds
     for learned in regions.learned:
         settings, _ = bench_data.avoiding(parse_type(opened.config.udf.args[learned.position].type), {learned.feature: ""})
         suggested.setdefault(names[learned.position], {}).update(settings)
     example = raised[0]
+    suggested = {name: settings for name, settings in suggested.items() if settings}
     advice = (
         f"run it again with spec={json.dumps(suggested, sort_keys=True)} ({'; '.join(regions.describe(names))})"
-        if regions.learned
+        if regions.learned and suggested != used
         else "pass a spec whose null_rate, min/max or values keep to inputs the original returns on (byte_compare's original_raised shows them)"
     )
     raise ToolError(
