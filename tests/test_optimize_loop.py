@@ -110,7 +110,7 @@ async def test_the_four_phases_through_mcp(root, workers, monkeypatch):
         assert len(timed) == 1 and len(timed[0][0]) == len(timed[0][1]) >= 2  # both versions timed in every round
         assert faster["speedup"] == RECORDED_SPEEDUP and faster["speedup_ci"] == list(RECORDED_CI)
         assert faster["accepted"] is True and faster["reverted"] is False and faster["best_snapshot_id"] == faster["snapshot_id"], faster["reason"]
-        assert "clears 1 + min_gain = 1.030" in faster["reason"]
+        assert "clears 1 + min_gain = 1.030" in faster["reason"] and f"; {len(timed[0][1])} timed rounds (" in faster["reason"]
         monkeypatch.undo()
 
         await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content=WRONG_CANDIDATE)

@@ -27,7 +27,18 @@ from pydantic import BaseModel, Field
 from aether_mcp import bench_data, draws
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import WorkerPool
-from aether_mcp.tools.benchmarking import DEFAULT_PRECISION, DEFAULT_ROWS, _benchmarkable, _checked, _output_mismatch, _run_application, bootstrap_paired_ci, paired_speedup, precision_request
+from aether_mcp.tools.benchmarking import (
+    DEFAULT_PRECISION,
+    DEFAULT_ROWS,
+    _benchmarkable,
+    _checked,
+    _ended_text,
+    _output_mismatch,
+    _run_application,
+    bootstrap_paired_ci,
+    paired_speedup,
+    precision_request,
+)
 from aether_mcp.tools.cheat_audit import MAX_HIDDEN_ROWS, MIN_HIDDEN_ROWS, AuditCandidateResult, audit_candidate
 from aether_mcp.workspace import CANDIDATE_DIR, Workspace, candidate_results, snapshot_store
 from aether_mcp.workspace.frozen_tests import freeze_record
@@ -139,6 +150,7 @@ def try_optimization(
             speedup = paired_speedup(raw["runs"]["best"], raw["runs"]["candidate"])
             interval = bootstrap_paired_ci(raw["runs"]["best"], raw["runs"]["candidate"])
             accepted, reason = decide(speedup, interval, min_gain)
+            reason += f"; {len(raw['runs']['candidate'])} timed rounds ({_ended_text(raw)})"
     report(2, 3, "accepted" if accepted else "rejected: restoring the best version")
     return _finish(
         opened, name, step, label, state, attempt, accepted=accepted, reverted=not accepted, reason=reason, min_gain=min_gain, started=started,
