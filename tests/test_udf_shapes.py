@@ -321,6 +321,27 @@ def test_a_factory_called_with_literals_is_bound_to_them(tmp_path, udf, argument
     assert namespace[udf](*arguments) == expected  # the same operations in the same order: the same bits
 
 
+def test_a_static_method_factory_is_found_assigned_and_inline_and_a_factory_asked_for_by_name_says_where_it_is_called(tmp_path):
+    job = (SHAPES_DIR / "static_factory" / "job.py").read_text().replace(
+        'scores.select(score_0_100(F.col("raw_score")).alias("score")).show()',
+        'scores.select(score_0_100(F.col("raw_score")), CommonUdf.Clamp(-1.0, 1.0)(F.col("delta"))).show()',
+    )
+    root = _root(tmp_path, **{"job.py": job})
+    _, tree = extraction.read_source(tmp_path / "job.py", "job.py")
+    found = {d.name: d for d in extraction.find_udfs(tree)}
+    assert found["score_0_100"].form == "score_0_100 = CommonUdf.Clamp(...)" and found["score_0_100"].return_type_error is None
+    assert found["Clamp"].form == "CommonUdf.Clamp(...)(...)" and "CommonUdf.Clamp" in found["Clamp"].aliases
+    inline = workspaces.init_workspace(root, "job.py", "CommonUdf.Clamp", arg_types={"value": "double"})
+    assert "Clamp_udf = Clamp(-1.0, 1.0)" in (Path(inline.workspace) / "original" / "udf.py").read_text() and inline.notes == []
+    (tmp_path / "fees.py").write_text((SHAPES_DIR / "cross_file_factory" / "fees.py").read_text())
+    with pytest.raises(ToolError) as refused:
+        workspaces.init_workspace(root, "fees.py", "make_fee")
+    assert "'make_fee' in fees.py is a UDF factory" in str(refused.value) and "No call of it was found" in str(refused.value)
+    (tmp_path / "pay.py").write_text("from fees import make_fee\n\ncard_fee = make_fee(0.029)\n")
+    with pytest.raises(ToolError, match=r"Its calls under the root: pay.py:3: make_fee\(0.029\)"):
+        workspaces.init_workspace(root, "fees.py", "make_fee")
+
+
 def test_a_factory_called_with_anything_but_literals_is_refused_saying_why(tmp_path):
     with pytest.raises(ToolError, match=r"comes from the factory make_label_udf\(\) called with arguments that are not literals \(make_label_udf\(region\)\)"):
         _extract(tmp_path, FACTORY_JOB, "region_label")
@@ -457,8 +478,18 @@ def _timestamps_in_the_logs_format_are_drawn(outcome: Outcome, workers) -> None:
     assert evidence.hidden_rows_with_a_value >= evidence.hidden_rows_generated // 4, evidence
 
 
+def _the_factorys_module_is_carried_and_its_digest_frozen(outcome: Outcome, workers) -> None:
+    created = outcome.created
+    assert created.udf.form == "card_fee = make_fee(...)"
+    source = (Path(created.workspace) / "original" / "udf.py").read_text()
+    assert "FIXED_FEE = 0.3" in source and "card_fee = make_fee(0.029)" in source and "udf(" not in source.split("# Protected")[1]
+    assert any("fees.py" in note for note in created.notes)
+
+
 CHECKS = {
     "date_parsing": _timestamps_in_the_logs_format_are_drawn,
+    "static_factory": None,
+    "cross_file_factory": _the_factorys_module_is_carried_and_its_digest_frozen,
     "star_import": _notes_say_hints_came_from_python,
     "python2_names": _null_reaches_unicode_and_raises_as_in_the_job,
     "udfs_module": _the_modules_digests_are_frozen,

@@ -50,7 +50,8 @@ def unwrapped_factory(factory: ast.FunctionDef) -> ast.FunctionDef:
 
     clone = ast.parse(ast.unparse(factory)).body[0]
     assert isinstance(clone, ast.FunctionDef)
-    clone.decorator_list = [d for d in clone.decorator_list if factory_kind(d.func if isinstance(d, ast.Call) else d) is None]
+    # a static method's decorator goes too: the factory becomes a module-level function
+    clone.decorator_list = [d for d in clone.decorator_list if factory_kind(d.func if isinstance(d, ast.Call) else d) is None and last_name(d) != "staticmethod"]
     clone.body = [Unwrap().visit(statement) for statement in clone.body]
     return ast.fix_missing_locations(clone)
 
@@ -72,3 +73,33 @@ def registered_name(node: ast.Call) -> str | None:
 def factory_kind(node: ast.expr) -> str | None:
     name = last_name(node)
     return UDF_FACTORIES.get(name or "")
+
+
+def factory_named(tree: ast.Module, name: str) -> ast.FunctionDef | None:
+    """The module-level function (or a class's static method, as `Class.name`) called `name` that returns a UDF, or None."""
+    owner, _, method = name.rpartition(".")
+    body = tree.body
+    if owner:
+        found = next((s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == owner), None)
+        body = found.body if found is not None else []
+    function = next((s for s in body if isinstance(s, ast.FunctionDef) and s.name == method), None)
+    return function if function is not None and returned_udf(function) is not None else None
+
+
+def call_sites(files: list[tuple[str, str]], name: str, most: int = 3) -> list[str]:
+    """Up to `most` places ('FILE:LINE: code') among `files` ((shown, text) pairs) that call the factory `name`."""
+    short = name.rpartition(".")[2]
+    found = []
+    for shown, text in files:
+        if short not in text:
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and last_name(node.func) == short:
+                found.append(f"{shown}:{node.lineno}: {ast.unparse(node)[:80]}")
+                if len(found) >= most:
+                    return found
+    return found

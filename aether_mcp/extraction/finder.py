@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -16,9 +17,12 @@ from aether_mcp.spark_types import TYPE_CLASS_NAMES, UnknownSparkType, parse_typ
 SEMANTIC_CONF_PREFIXES = ("spark.sql.", "spark.python.")
 
 
-def find_udfs(tree: ast.Module) -> list[UdfDefinition]:
-    """Every UDF definition in the module, in source order, with duplicates of one function merged."""
-    finder = UdfFinder(tree)
+def find_udfs(tree: ast.Module, modules: Callable[[ImportedName], ast.Module | None] | None = None) -> list[UdfDefinition]:
+    """Every UDF definition in the module, in source order, with duplicates of one function merged.
+
+    `modules`: the tree of the job's own module an import reads (None for a library), so that a factory
+    imported from one (`from udfs import make_fee` then `fee = make_fee(2.5)`) is followed there."""
+    finder = UdfFinder(tree, modules)
     finder.visit(tree)
     merged: list[UdfDefinition] = []
     for found in sorted(finder.found, key=lambda d: d.line):
@@ -91,8 +95,9 @@ def find_spark_conf(tree: ast.Module) -> dict[str, str]:
 
 
 class UdfFinder(ast.NodeVisitor):
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, modules: Callable[[ImportedName], ast.Module | None] | None = None) -> None:
         self.tree = tree
+        self.modules = modules
         self.found: list[UdfDefinition] = []
         self.enclosing: list[ast.AST] = []
         self.imported: ImportedName | None = None  # set by _resolve_function for the next _add
@@ -161,6 +166,10 @@ class UdfFinder(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        made = self._udf_factory(func) if isinstance(func, ast.Call) else None
+        if made is not None and not self._assigned(func):
+            # `factory(literals)(F.col("x"))` in a select: the UDF is the factory's result, named after the factory
+            self._add_from_factory(node, last_name(func.func) or "udf", func, *made, function_name=f"{last_name(func.func)}_udf")
         if (
             isinstance(func, ast.Attribute)
             and func.attr == "register"
@@ -195,20 +204,39 @@ class UdfFinder(ast.NodeVisitor):
             )
         self.generic_visit(node)
 
-    def _udf_factory(self, call: ast.Call) -> tuple[ast.FunctionDef, ast.Call, ast.FunctionDef | ast.Lambda | None] | None:
-        """(factory, the udf(...) call it returns, the function that call wraps) when `call` calls a module-level UDF factory."""
-        if not isinstance(call.func, ast.Name):
+    def _udf_factory(self, call: ast.Call) -> tuple[ast.FunctionDef, ast.Call, ast.FunctionDef | ast.Lambda | None, ImportedName | None] | None:
+        """(factory, the udf(...) call it returns, the function that call wraps, where it is imported from) when `call` calls a
+        UDF factory: a module-level function, one imported from the job's own module, or a static method of a module-level
+        class called through the class (`CommonUdf.to_double()`)."""
+        func = call.func
+        imported = None
+        if isinstance(func, ast.Name):
+            factory = next((s for s in self.tree.body if isinstance(s, ast.FunctionDef) and s.name == func.id), None)
+            imported = imported_name(self.tree, func.id) if factory is None and self.modules is not None else None
+            module = self.modules(imported) if imported is not None and self.modules is not None else None
+            factory = next((s for s in module.body if isinstance(s, ast.FunctionDef) and s.name == imported.name), None) if module and imported else factory
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            owner = next((s for s in self.tree.body if isinstance(s, ast.ClassDef) and s.name == func.value.id), None)
+            methods = [s for s in owner.body if isinstance(s, ast.FunctionDef) and s.name == func.attr] if owner else []
+            static = [m for m in methods if not {last_name(d) for d in m.decorator_list} & {"classmethod", "property"}]
+            factory = static[0] if static else None
+        else:
             return None
-        factory = next((s for s in self.tree.body if isinstance(s, ast.FunctionDef) and s.name == call.func.id), None)
         if factory is None:
             return None
         made = returned_udf(factory)
         if made is None:
             return None
         inner_call, wrapped = made
-        return factory, inner_call, wrapped
+        return factory, inner_call, wrapped, imported
 
-    def _add_from_factory(self, node: ast.Assign, target: str, call: ast.Call, factory: ast.FunctionDef, inner_call: ast.Call, wrapped) -> None:
+    def _assigned(self, call: ast.Call) -> bool:
+        """Whether `call` is the value of a `name = factory(...)` statement (found by visit_Assign)."""
+        return any(d.factory_call is call for d in self.found)
+
+    def _add_from_factory(
+        self, node: ast.stmt | ast.expr, target: str, call: ast.Call, factory: ast.FunctionDef, inner_call: ast.Call, wrapped, imported: ImportedName | None, function_name: str | None = None
+    ) -> None:
         keywords = {k.arg: k.value for k in inner_call.keywords if k.arg}
         kind = factory_kind(inner_call.func) or "row"
         if isinstance(wrapped, ast.FunctionDef) and wrapped.decorator_list and inner_call in wrapped.decorator_list:
@@ -222,19 +250,20 @@ class UdfFinder(ast.NodeVisitor):
             problem = f"UDF factory {factory.name}() at line {factory.lineno} returns a UDF of something other than a lambda or a function defined in it; aether-mcp cannot extract it."
         elif not all(is_literal(argument) for argument in [*call.args, *(k.value for k in call.keywords)]) or any(k.arg is None for k in call.keywords):
             problem = (
-                f"UDF {target!r} at line {node.lineno} comes from the factory {factory.name}() called with arguments that are not literals "
+                f"UDF {target!r} at line {node.lineno} comes from the factory {dotted(call.func)}() called with arguments that are not literals "
                 f"({ast.unparse(call)}). Only a factory called with literal arguments can be bound; pass literals, or write the UDF as a "
                 "module-level function."
             )
+        self.imported = imported  # the factory's module, where its code is extracted from
         self._add(
             problem=problem,
             name=target,
-            aliases=set(),
-            form=f"{target} = {factory.name}(...)",
+            aliases=set() if function_name is None else {dotted(call.func)},
+            form=f"{target} = {dotted(call.func)}(...)" if function_name is None else f"{dotted(call.func)}(...)(...)",
             kind=kind,
             line=node.lineno,
             function=wrapped,
-            function_name=target,
+            function_name=function_name or target,
             return_node=return_node,
             keywords=keywords,
             extra_args=extra_args,

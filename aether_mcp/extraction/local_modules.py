@@ -5,12 +5,15 @@ the importing file, then in each folder above it up to the root: a job run as a 
 neighbours, and a job run from the project's top folder (`python -m proj.jobs.daily`) imports
 `proj` from there. A relative import (`from .geo import haversine`) is looked up from the importing
 file's package. A module that is not a file under the root is a library, and stays an import.
-Nothing is imported or run: this only names files.
+Nothing is imported or run: this only names (and parses) files.
 """
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 class LocalModules:
@@ -27,6 +30,18 @@ class LocalModules:
             if found is not None:
                 return found
         return None
+
+    def tree_reader(self, importer: Path) -> Callable[[Any], ast.Module | None]:
+        """A function from an ImportedName in `importer` to the parsed module it names, None for a library or an unreadable file."""
+
+        def read(imported: Any) -> ast.Module | None:
+            found = self.find(importer, imported.module, imported.level)
+            try:
+                return ast.parse(found.read_text(encoding="utf-8")) if found is not None else None
+            except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+                return None
+
+        return read
 
     def submodule(self, package: Path, name: str) -> Path | None:
         """`package`'s submodule `name` (`from pkg import geo` where pkg/geo.py exists), or None."""

@@ -96,12 +96,16 @@ class _Extraction:
         home = self.job
         if definition.function is None and definition.imported is not None:
             home, definition.function = self._imported_function(self.job, definition.imported, 0)
+        elif definition.factory is not None and definition.imported is not None:
+            home, _ = self._imported_function(self.job, definition.imported, 0)  # a factory from the job's own module: its names are read there
         if definition.function is None or definition.return_type is None:
             raise ToolError(definition.return_type_error or f"cannot read the return type of UDF {definition.name!r}.")
         self.home = home
         function_code = _function_code(definition, home.index.lines)
         self.home_position = home.index.function_position(definition)
         self.seen.add((home, definition.function_name))
+        if definition.factory is not None:  # the factory's plain function is in function_code (a static method has no module-level name)
+            self.seen.add((home, definition.factory.name))
         self._read(home, function_code)
         while self.queue:
             file, name = self.queue.pop(0)
@@ -401,7 +405,10 @@ def _function_code(definition: UdfDefinition, lines: list[str]) -> str:
     if definition.factory is not None and definition.factory_call is not None:
         # The factory as plain Python (its UDF wrapper removed), then the job's own call of it: the closure is the UDF.
         plain = unwrapped_factory(definition.factory)
-        return f"{ast.unparse(plain)}\n\n\n{definition.function_name} = {ast.unparse(definition.factory_call)}"
+        call = definition.factory_call
+        if isinstance(call.func, ast.Attribute):  # a static method called through its class: called here as the plain function it becomes
+            call = ast.Call(func=ast.Name(id=plain.name, ctx=ast.Load()), args=call.args, keywords=call.keywords)
+        return f"{ast.unparse(plain)}\n\n\n{definition.function_name} = {ast.unparse(call)}"
     function = definition.function
     if isinstance(function, ast.Lambda):
         stub = ast.parse(f"def {definition.function_name}(): pass").body[0]

@@ -218,7 +218,7 @@ def _scan(root: SandboxRoot, folder: Path, sources: list[Path], skipped: int) ->
     found: list[tuple[ScannedUdf, derivation.Derived | None]] = []
     for file in files:
         try:
-            definitions = extraction.find_udfs(file.tree)
+            definitions = extraction.find_udfs(file.tree, LocalModules(root.path).tree_reader(file.path))  # factories of the project's modules too
         except Exception as exc:  # noqa: BLE001  (a construct the finder cannot read is reported, not fatal)
             unreadable.append(UnreadableFile(file=file.relative, reason=f"UDFs could not be read: {type(exc).__name__}: {str(exc)[:200]}"))
             continue

@@ -10,12 +10,14 @@ with (another HOME or state folder), which then re-signs what it could re-derive
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp import extraction
+from aether_mcp.extraction.factories import call_sites, factory_named
 from aether_mcp.extraction.local_modules import LocalModules
 from aether_mcp.lazy_import import lazy_module
 from aether_mcp.path_guard import SandboxRoot
@@ -80,11 +82,12 @@ def derive(
     modules = LocalModules(root.path)
     notes: list[str] = []
     try:
-        definition = extraction.select_udf(extraction.find_udfs(tree), udf, shown)
+        definition = extraction.select_udf(extraction.find_udfs(tree, modules.tree_reader(source_path)), udf, shown)
     except ToolError:
         # `from udfs import clean_name` where udfs.py defines the UDF: the workspace's source is that module
         elsewhere = extraction.udf_module(tree, udf, source_path, modules)
         if elsewhere is None:
+            _refuse_a_factory(root, tree, udf, shown)
             raise
         job_shown, source_path, shown = shown, elsewhere, root.relative(elsewhere)
         text, tree = extraction.read_source(source_path, shown)
@@ -125,6 +128,30 @@ def derive(
     )
     config.spark.conf = {**DEFAULT_SPARK_CONF, **extracted.spark_conf}
     return Derived(config, extracted.module_source, extracted, source_path)
+
+
+def _refuse_a_factory(root: SandboxRoot, tree: ast.Module, udf: str, shown: str) -> None:
+    """A ToolError that says so when `udf` names a UDF factory: the UDF is what a call of it makes, and where the calls are."""
+    name = udf.partition(":")[0].strip()
+    if factory_named(tree, name) is None:
+        return
+    texts = []
+    for seen, (folder, subfolders, names) in enumerate(os.walk(root.path)):  # at most 2,000 folders: a root may be large
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in {"aether_workspaces", "__pycache__", "node_modules", "venv", "site-packages"})
+        for file_name in sorted(n for n in names if n.endswith(".py")):
+            try:
+                texts.append((root.relative(Path(folder) / file_name), (Path(folder) / file_name).read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError):
+                continue
+        if seen >= 2000:
+            break
+    sites = call_sites(texts, name)
+    raise ToolError(
+        f"{name!r} in {shown} is a UDF factory: it returns a UDF, made when it is called. init_workspace takes the UDF a call with literal "
+        f"arguments makes: point source at the file with the call and pass the name the result is given (fee = {name}(2.5) gives udf='fee'), "
+        f"or the factory's name where the call is inline ({name}(2.5)(F.col('x'))). "
+        + (f"Its calls under the root: {'; '.join(sites)}." if sites else "No call of it was found under the server's root.")
+    )
 
 
 def rederive(root: SandboxRoot, workspace: Path, config: WorkspaceConfig) -> Rederivation:

@@ -54,6 +54,8 @@ SHAPES = [
     Shape("module_attribute", "4: `import settings` then `settings.MIN_AGE`", "job.py", "age_band", [[17], [18], [65], [66], [None]]),
     Shape("keyword_register", "5: `spark.udf.register(name=..., f=..., returnType=...)`, date parsing", "job.py", "custom_to_date", [["2024-02-29"], ["2023-02-29"], [" 2024-1-5 "], ["soon"], [None]], {"text": "string"}),
     Shape("date_parsing", "a timestamp string parsed with strptime, its format shown in a comment", "job.py", "signup_hour", [["2015-04-21 16:56:08 UTC"], ["2024-02-29 00:00:00 UTC"], [None]], {"created_at": "string"}),
+    Shape("static_factory", "6: a class's static method as the factory (`CommonUdf.Clamp(0.0, 100.0)`)", "job.py", "score_0_100", [[-3.5], [42.0], [250.0], ["NaN"], [None]], {"value": "double"}),
+    Shape("cross_file_factory", "6: a factory defined in fees.py, called with a literal in the job", "job.py", "card_fee", [[100.0], [0.0], [None], [-5.0]], {"amount": "double"}),
     Shape("factory", "6: a UDF factory called with literals", "job.py", "from_depot", [[40.7, -74.0], [41.0, -73.5], [None, 0.0]], {"a": "double", "b": "double"}),
     Shape("import_guard", "9: `try: import regex as re` / `except ImportError: import re`", "job.py", "dialled", [["+1 (555) 010-9999"], ["n/a"], [None]]),
     Shape("hint_mismatch", "11: a `float` hint on a bigint column, corrected by arg_types", "job.py", "per_unit", [[10.0, 4], [10.0, 0], [None, 1], [1.0, None]], {"units": "bigint"}),
