@@ -342,6 +342,46 @@ def test_a_static_method_factory_is_found_assigned_and_inline_and_a_factory_aske
         workspaces.init_workspace(root, "fees.py", "make_fee")
 
 
+def test_literal_arguments_are_read_from_the_calls_in_the_projects_other_files_and_from_defaults(tmp_path):
+    root = _root(
+        tmp_path,
+        **{
+            "udfs.py": """
+                from pyspark.sql.functions import udf
+
+
+                @udf("double")
+                def scaled(x: float, factor: float, offset: float = 1.0) -> float:
+                    return None if x is None else x * factor + offset
+                """,
+            "job.py": """
+                from pyspark.sql import functions as F
+
+                from udfs import scaled
+
+
+                def main(df):
+                    df.select(scaled(F.col("x"), F.lit(2.5)), scaled(F.col("y"), F.lit(4.0))).show()
+                """,
+            "report.py": """
+                from pyspark.sql import functions as F
+
+                from udfs import scaled as scale
+
+                totals = lambda df: df.select(scale(F.col("z"), F.lit(2.5), F.lit(1.0)))
+                """,
+        },
+    )
+    created = workspaces.init_workspace(root, "job.py", "scaled")
+    args = {a.name: a for a in created.udf.args}
+    assert args["x"].values is None
+    assert args["factor"].values == [2.5, 4.0] and args["factor"].values_from == "every call of the UDF under the root passes a literal here (job.py:7, report.py:5)"
+    assert args["offset"].values == [1.0] and "the parameter's default where a call leaves it out" in args["offset"].values_from
+    assert any(note.startswith("drawn only from the literals the job passes: factor = 2.5, 4.0 (job.py:7, report.py:5); offset = 1.0") and "whole_domain=['factor', 'offset']" in note for note in created.notes)
+    widened = workspaces.init_workspace(root, "job.py", "scaled", workspace="widened", whole_domain=["factor"])
+    assert {a.name: a.values for a in widened.udf.args}["factor"] is None
+
+
 def test_a_factory_called_with_anything_but_literals_is_refused_saying_why(tmp_path):
     with pytest.raises(ToolError, match=r"comes from the factory make_label_udf\(\) called with arguments that are not literals \(make_label_udf\(region\)\)"):
         _extract(tmp_path, FACTORY_JOB, "region_label")

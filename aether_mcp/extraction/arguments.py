@@ -14,28 +14,50 @@ from aether_mcp.extraction.pandas_forms import iterator_columns
 _NOT_LITERAL = object()
 
 
-def literal_arguments(tree: ast.Module, definition: UdfDefinition, count: int) -> dict[int, LiteralDomain]:
-    """Positions at which every call of the UDF in the module passes `lit(<constant>)`, with the constants.
+def literal_arguments(tree: ast.Module, definition: UdfDefinition, count: int, callers: list[tuple[str, ast.Module, set[str]]] | None = None) -> dict[int, LiteralDomain]:
+    """Positions at which every call of the UDF passes `lit(<constant>)` (or leaves out a parameter with a constant default), with the constants.
 
-    Only calls by one of the UDF's names count; a call with keywords or *args makes every
-    position unknown, and so does a UDF with no call in the module (it may be called elsewhere).
+    Calls in the module by one of the UDF's names count, and calls in `callers` ((shown, tree, the names that
+    file imports the UDF as): the project's other files). A call with keywords or *args makes every position
+    unknown, and so does a UDF with no call found (it may be called from elsewhere).
     """
     names = set(definition.aliases) | {definition.name}
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names]
-    if not calls or any(call.keywords or any(isinstance(a, ast.Starred) for a in call.args) for call in calls):
+    found = [("", call) for call in _calls(tree, names)] + [(shown, call) for shown, other, imported in callers or [] for call in _calls(other, imported)]
+    if not found or any(call.keywords or any(isinstance(a, ast.Starred) for a in call.args) for _, call in found):
         return {}
+    defaults = _constant_defaults(definition.function, count)
     domains: dict[int, LiteralDomain] = {}
     for position in range(count):
         values: list[Any] = []
-        for call in calls:
-            value = _lit_constant(call.args[position]) if position < len(call.args) else _NOT_LITERAL
+        for _, call in found:
+            value = _lit_constant(call.args[position]) if position < len(call.args) else defaults.get(position, _NOT_LITERAL)
             if value is _NOT_LITERAL:
                 break
             if value not in values:
                 values.append(value)
         else:
-            domains[position] = LiteralDomain(values, sorted({call.lineno for call in calls}))
+            here = sorted({call.lineno for shown, call in found if not shown})
+            sites = sorted({f"{shown}:{call.lineno}" for shown, call in found if shown}) + (["default"] if any(position >= len(call.args) for _, call in found) else [])
+            domains[position] = LiteralDomain(values, here, sites)
     return domains
+
+
+def _calls(tree: ast.Module, names: set[str]) -> list[ast.Call]:
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names]
+
+
+def _constant_defaults(function: Any, count: int) -> dict[int, Any]:
+    """Positions of parameters with a constant default (a number, string or boolean), and those constants."""
+    args = getattr(function, "args", None)
+    if args is None:
+        return {}
+    params = list(args.posonlyargs) + list(args.args)
+    found = {}
+    for position, default in zip(range(len(params) - len(args.defaults), len(params)), args.defaults):
+        value = _lit_constant(ast.Call(func=ast.Name(id="lit"), args=[default], keywords=[]))
+        if value is not _NOT_LITERAL and position < count:
+            found[position] = value
+    return found
 
 
 def _lit_constant(node: ast.expr) -> Any:

@@ -93,6 +93,7 @@ class LiteralDomain:
 
     values: list[Any]
     lines: list[int]
+    sites: list[str] = field(default_factory=list)  # "FILE:LINE" of calls in other files, or "default" for a parameter's default, when any
 
 
 def read_source(path: Path, shown_as: str) -> tuple[str, ast.Module]:

@@ -44,6 +44,7 @@ def extract_udf(
     *,
     path: Path | None = None,
     modules: LocalModules | None = None,
+    callers: list[tuple[str, ast.Module, set[str]]] | None = None,
 ) -> ExtractedUdf:
     """Build the module text for original/udf.py and read the UDF's arguments and confs.
 
@@ -52,7 +53,7 @@ def extract_udf(
     into those files and extracted from them too, into the one module.
     """
     job = SourceFile(shown_as, text, tree, path)
-    return _Extraction(job, definition, modules).run()
+    return _Extraction(job, definition, modules, callers or []).run()
 
 
 @dataclass(eq=False)
@@ -75,8 +76,9 @@ class SourceFile:
 class _Extraction:
     """One UDF's extraction: the names it needs, followed through the job and its local modules, then one module's text."""
 
-    def __init__(self, job: SourceFile, definition: UdfDefinition, modules: LocalModules | None) -> None:
+    def __init__(self, job: SourceFile, definition: UdfDefinition, modules: LocalModules | None, callers: list[tuple[str, ast.Module, set[str]]]) -> None:
         self.job = job
+        self.callers = callers  # the project's other files that import and call the UDF (literal arguments)
         self.definition = definition
         self.modules = modules
         self.loaded: dict[Path, SourceFile] = {}
@@ -125,7 +127,7 @@ class _Extraction:
             module_source=module_source,
             arguments=arguments,
             spark_conf=find_spark_conf(self.job.tree),
-            literal_arguments=literal_arguments(self.job.tree, definition, len(arguments)),
+            literal_arguments=literal_arguments(self.job.tree, definition, len(arguments), self.callers),
             undefined_names=sorted({name for _, name in self.unresolved}),
             job_names={name for file in {self.job, *order} for name in _module_names(file)},
             star_imports=[file.index.statements[p].module or "" for file in order for p in sorted(self.needed.get(file, set())) if p in file.index.star_imports],

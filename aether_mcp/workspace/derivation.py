@@ -96,7 +96,8 @@ def derive(
     if return_type is not None:
         definition.return_type = parse_type_argument(return_type, "return_type")
         definition.return_type_error = None
-    extracted = extraction.extract_udf(text, tree, definition, shown, path=source_path, modules=modules)
+    callers = _callers(root, modules, source_path, definition.name)  # the project's other files that call it: their literal arguments count
+    extracted = extraction.extract_udf(text, tree, definition, shown, path=source_path, modules=modules, callers=callers)
     extracted.notes = notes + extracted.notes
     if extracted.local_modules:
         extracted.notes.append(
@@ -108,7 +109,14 @@ def derive(
         for argument in arguments:
             argument.type = f"array<{argument.type}>"
         extracted.notes.append(GROUPS_NOTE.format(name=definition.name, args=", ".join(f"{a.name} {a.type}" for a in arguments)))
-    literal_domains(arguments, extracted.literal_arguments, whole_domain or [])
+    literal_domains(arguments, extracted.literal_arguments, whole_domain or [], shown)
+    literal = [a for a in arguments if a.values is not None and a.values_from != WIDENED]
+    if literal:
+        extracted.notes.append(
+            "drawn only from the literals the job passes: "
+            + "; ".join(f"{a.name} = {', '.join(repr(v) for v in a.values[:5])}{' ...' if len(a.values) > 5 else ''} ({a.values_from.partition('(')[2].rstrip(')')})" for a in literal)
+            + f". If other callers pass other values, init_workspace again with whole_domain={[a.name for a in literal]}"
+        )
     config = WorkspaceConfig(
         udf=UdfConfig(
             name=definition.name,
@@ -135,23 +143,55 @@ def _refuse_a_factory(root: SandboxRoot, tree: ast.Module, udf: str, shown: str)
     name = udf.partition(":")[0].strip()
     if factory_named(tree, name) is None:
         return
-    texts = []
-    for seen, (folder, subfolders, names) in enumerate(os.walk(root.path)):  # at most 2,000 folders: a root may be large
-        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in {"aether_workspaces", "__pycache__", "node_modules", "venv", "site-packages"})
-        for file_name in sorted(n for n in names if n.endswith(".py")):
-            try:
-                texts.append((root.relative(Path(folder) / file_name), (Path(folder) / file_name).read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError):
-                continue
-        if seen >= 2000:
-            break
-    sites = call_sites(texts, name)
+    sites = call_sites([(shown, text) for shown, _, text in _project_files(root, name.rpartition(".")[2])], name)
     raise ToolError(
         f"{name!r} in {shown} is a UDF factory: it returns a UDF, made when it is called. init_workspace takes the UDF a call with literal "
         f"arguments makes: point source at the file with the call and pass the name the result is given (fee = {name}(2.5) gives udf='fee'), "
         f"or the factory's name where the call is inline ({name}(2.5)(F.col('x'))). "
         + (f"Its calls under the root: {'; '.join(sites)}." if sites else "No call of it was found under the server's root.")
     )
+
+
+def _project_files(root: SandboxRoot, mentioning: str) -> list[tuple[str, Path, str]]:
+    """(shown, path, text) of the Python files under the root whose text mentions `mentioning`, in a stable order.
+
+    At most 2,000 folders are looked in (a root may be large); hidden folders, virtual environments and workspaces are skipped."""
+    found = []
+    for seen, (folder, subfolders, names) in enumerate(os.walk(root.path)):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in {"aether_workspaces", "__pycache__", "node_modules", "venv", "site-packages"})
+        for file_name in sorted(n for n in names if n.endswith(".py")):
+            path = Path(folder) / file_name
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if mentioning in text:
+                found.append((root.relative(path), path, text))
+        if seen >= 2000:
+            break
+    return found
+
+
+def _callers(root: SandboxRoot, modules: LocalModules, source_path: Path, udf_name: str) -> list[tuple[str, ast.Module, set[str]]]:
+    """The project's other files that import UDF `udf_name` from `source_path`, each with the names they import it as."""
+    callers = []
+    for shown, path, text in _project_files(root, udf_name):
+        if path.resolve() == source_path.resolve():
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        names = {
+            alias.asname or alias.name
+            for statement in tree.body
+            if isinstance(statement, ast.ImportFrom) and modules.find(path, statement.module, statement.level) == source_path.resolve()
+            for alias in statement.names
+            if alias.name == udf_name
+        }
+        if names:
+            callers.append((shown, tree, names))
+    return callers
 
 
 def rederive(root: SandboxRoot, workspace: Path, config: WorkspaceConfig) -> Rederivation:
@@ -278,7 +318,7 @@ def guessed_type(function: ast.AST | None, name: str) -> tuple[str, str] | None:
     return data_type, reason
 
 
-def literal_domains(arguments: list[UdfArgConfig], found: dict[int, extraction.LiteralDomain], whole_domain: list[str]) -> None:
+def literal_domains(arguments: list[UdfArgConfig], found: dict[int, extraction.LiteralDomain], whole_domain: list[str], shown: str = "") -> None:
     """Record, on each argument the job passes only as literals, those values (unless it is to be drawn over its whole type)."""
     names = [a.name for a in arguments]
     unknown = sorted(set(whole_domain) - set(names))
@@ -298,6 +338,9 @@ def literal_domains(arguments: list[UdfArgConfig], found: dict[int, extraction.L
             lines = ", ".join(str(line) for line in domain.lines)
             argument.values = values
             argument.values_from = f"every call of the UDF in the job passes a literal here (line{'s' if len(domain.lines) > 1 else ''} {lines})"
+            if domain.sites:  # calls in the project's other files, or a parameter's default, count too
+                where = [f"{shown}:{line}" for line in domain.lines] + [site if site != "default" else "the parameter's default where a call leaves it out" for site in domain.sites]
+                argument.values_from = f"every call of the UDF under the root passes a literal here ({', '.join(where)})"
 
 
 def _typed_values(values: list, type_text: str) -> list | None:
