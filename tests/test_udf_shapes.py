@@ -13,6 +13,7 @@ import ast
 import hashlib
 import math
 import re
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -565,3 +566,60 @@ def test_each_kind_of_shape_goes_through_the_first_loop_or_is_refused_up_front(t
     assert outcome.compared_rows >= 1000
     if CHECKS[shape.name] is not None:
         CHECKS[shape.name](outcome, workers)
+
+
+@pytest.mark.parametrize("shape", [s for s in SHAPES if not s.refused], ids=lambda shape: shape.name)
+def test_apply_rewrites_every_udf_form_so_that_each_name_the_job_calls_it_by_is_still_bound(tmp_path, shape):
+    from aether_mcp.extraction.local_modules import LocalModules
+    from aether_mcp.tools.job_conversion import convert_source, no_udf_left
+    from aether_mcp.workspace.candidates import declared_target
+
+    shutil.copytree(shape.path, tmp_path / shape.name, ignore=shutil.ignore_patterns("candidate*.py", "__pycache__"))
+    root = SandboxRoot(tmp_path)
+    created = workspaces.init_workspace(root, f"{shape.name}/{shape.source}", shape.udf, arg_types=shape.arg_types, backend="cpu")
+    udf = Workspace.open(root, created.workspace).config.udf
+    kind = declared_target((shape.path / shape.candidate).read_text(), shape.name)
+    job_text = (tmp_path / udf.source).read_text()
+    try:
+        converted, _, _ = convert_source(job_text, udf, kind, f"{udf.name}_aether")
+    except ToolError as exc:  # the one refusal: a sql candidate for a UDF that SQL text calls by its registered name
+        assert kind == "sql" and "registered for SQL text" in str(exc), exc
+        return
+    assert no_udf_left(converted, udf) == "pass"
+    reader = LocalModules(tmp_path).tree_reader(tmp_path / udf.source)
+    definition = extraction.select_udf(extraction.find_udfs(ast.parse(job_text), reader), shape.udf, udf.source)
+    names = {udf.name, udf.function, *definition.aliases}
+    called = {n.func.id for n in ast.walk(ast.parse(job_text)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)} & names
+    tree = ast.parse(converted)
+    bound = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    bound |= {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    bound |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    assert called <= bound, f"called by {sorted(called - bound)}, which the converted job no longer binds"
+
+
+def test_a_udf_registered_and_kept_under_a_python_name_is_found_by_either_and_applied_with_both_bound(tmp_path):
+    from aether_mcp.tools.job_conversion import convert_source
+
+    job = """
+        from pyspark.sql import SparkSession
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StringType
+
+
+        def tidy(name):
+            return None if name is None else " ".join(name.split()).title()
+
+
+        def main():
+            spark = SparkSession.builder.getOrCreate()
+            tidy_udf = spark.udf.register("tidy_name", tidy, StringType())
+            spark.read.parquet("s3://crm/people/").select(tidy_udf(F.col("first")), tidy_udf(F.col("last"))).show()
+            spark.sql("SELECT tidy_name(city) FROM people").show()
+        """
+    root = _root(tmp_path, **{"job.py": job})
+    created = workspaces.init_workspace(root, "job.py", "tidy_udf", arg_types={"name": "string"})
+    udf = Workspace.open(root, created.workspace).config.udf
+    assert (udf.name, udf.function) == ("tidy_name", "tidy")
+    converted, replaced, _ = convert_source((tmp_path / "job.py").read_text(), udf, "vectorized", "tidy_name_aether")
+    assert replaced == (12, 12)
+    assert "    tidy_name = spark_arrow_udf(_tidy_name_evaluate, \"string\")\n    tidy_udf = spark.udf.register('tidy_name', tidy_name)\n" in converted

@@ -163,6 +163,11 @@ class UdfFinder(ast.NodeVisitor):
                     extra_args=value.args[2:],
                 )
         self.generic_visit(node)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "register" and isinstance(registered_name(value), str):
+            # `tidy_udf = spark.udf.register("tidy_name", tidy, ...)`: the job calls it by that Python name too
+            for found in self.found:
+                if found.line == node.lineno and registered_name(value) in {found.name, *found.aliases}:
+                    found.aliases |= {t.id for t in node.targets if isinstance(t, ast.Name)}
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func

@@ -137,7 +137,8 @@ def convert_source(text: str, udf: Any, kind: str, module_name: str) -> tuple[st
             f"{udf.name} is registered for SQL text ({udf.source}:{statement.lineno}); a sql candidate is a Column, which SQL text cannot call. "
             "Use a vectorized candidate (registered as an Arrow UDF), or move those SQL expressions to the DataFrame API."
         )
-    replacement = _replacement(udf, kind, module_name, register)
+    bound = [ast.unparse(target) for target in statement.targets] if isinstance(statement, ast.Assign) and register is not None else []
+    replacement = _replacement(udf, kind, module_name, register, bound)
     block = textwrap.indent(replacement, indent)
     converted = "".join(lines[: first - 1]) + block + "".join(lines[last:])
     rewritten: list[int] = []
@@ -159,7 +160,7 @@ def _definition(tree: ast.Module, udf: Any) -> ast.stmt | None:
             return node
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == udf.name for t in node.targets):
             return node
-        if isinstance(node, ast.Expr) and _register_call(node) is not None:
+        if isinstance(node, (ast.Expr, ast.Assign)) and _register_call(node) is not None:  # `spark.udf.register(...)`, or `name = spark.udf.register(...)`
             return node
     return None
 
@@ -171,7 +172,8 @@ def _register_call(statement: ast.stmt) -> ast.Call | None:
     return None
 
 
-def _replacement(udf: Any, kind: str, module_name: str, register: ast.Call | None) -> str:
+def _replacement(udf: Any, kind: str, module_name: str, register: ast.Call | None, bound: list[str] | None = None) -> str:
+    """The code that takes the definition's place; `bound`: the names the job gave what register() returned, bound again to the registered UDF."""
     if kind == "sql":
         return textwrap.dedent(
             f'''\
@@ -212,7 +214,7 @@ def _replacement(udf: Any, kind: str, module_name: str, register: ast.Call | Non
     if register is not None:
         registrar = ast.unparse(register.func)
         registered = ast.unparse(register.args[0]) if register.args else repr(udf.name)
-        code.append(f"{registrar}({registered}, {udf.name})")
+        code.append("".join(f"{name} = " for name in bound or []) + f"{registrar}({registered}, {udf.name})")
     return "\n".join(code) + "\n"
 
 
