@@ -218,6 +218,18 @@ def test_hard_coding_needs_a_literal_from_the_cases_that_the_original_lacks():
     assert "hard_coded" in rules(sql, "sql", cases={"GOLD", 72.0})
 
 
+def test_a_literal_from_the_originals_number_grammar_or_its_patterns_characters_is_not_hard_coding():
+    from aether_mcp.judge.case_literals import source_literals
+
+    # the original relies on float()'s grammar ("inf", "nan") and deletes '$' with a character class
+    original = source_literals("import re\ndef parse(text):\n    return float(re.sub(r'[$,]', '', text))\n")
+    body = "def evaluate(text):\n    cleaned = text.str.replace('$', '').str.replace(',', '')\n    return cleaned.where(~cleaned.str.lower().isin(['inf', 'nan', 'Infinity']), cleaned)\n"
+    assert "hard_coded" not in rules(body, cases={"$", "inf", "nan", "Infinity"}, original=original)
+    assert "hard_coded" in rules(body, cases={"$", "inf"}, original=source_literals("def parse(text):\n    return text.strip()\n"))  # no float(), no '$'
+    taken = "def evaluate(text):\n    return text.where(text != '$1,200', '1200')\n"
+    assert "hard_coded" in rules(taken, cases={"$1,200", "1200"}, original=original)  # whole case values are still the cases'
+
+
 def test_trivial_literals_shared_with_the_cases_are_not_hard_coding():
     body = "def evaluate(x):\n    return pd.Series(np.where(x == 0, 1, -1))\n"
     assert rules(body, cases={0, 1, -1}) == set()

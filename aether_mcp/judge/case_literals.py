@@ -3,6 +3,7 @@
 The server never imports agent code, so the file is evaluated as data: literals, lists, dicts,
 tuples, unary minus, and the few constructors test values need (`float("nan")`,
 `Decimal("1.50")`, `date(2024, 2, 29)`, `datetime(...)`, also as `datetime.date(...)`).
+Also the original's own literals (`source_literals`), which a candidate may spell without having them from the cases.
 """
 
 from __future__ import annotations
@@ -90,3 +91,28 @@ def literal(node: ast.AST) -> Any:
             except (TypeError, ValueError, ArithmeticError) as exc:
                 raise NotALiteral(node) from exc
     raise NotALiteral(node)
+
+
+# What Python's float() and int() accept besides digits: an original that converts text relies on these words and signs,
+# so a candidate that spells them has them from that grammar, not from the test cases.
+NUMBER_GRAMMAR = {
+    "float": {"inf", "infinity", "nan", "e", "+", "-", ".", "_", "+inf", "-inf", "+infinity", "-infinity", "+nan", "-nan"},
+    "int": {"+", "-", "_", "0x", "0o", "0b"},
+}
+
+
+def source_literals(source: str) -> set[Any]:
+    """Every numeric and string constant in a module (docstrings included: they are the original's own text), the characters
+    of its strings (a character an original's pattern deletes is its own), and the number grammar of the conversions it calls."""
+    found: set[Any] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)) and not isinstance(node.value, bool):
+            found.add(node.value)
+            if isinstance(node.value, (int, float)):
+                found.add(-node.value)
+            else:
+                found |= set(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in NUMBER_GRAMMAR:
+            words = NUMBER_GRAMMAR[node.func.id]
+            found |= words | {w.upper() for w in words} | {w.title() for w in words}
+    return found

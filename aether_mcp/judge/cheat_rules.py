@@ -136,17 +136,6 @@ def literals_in(value: Any) -> set[Any]:
     return found
 
 
-def source_literals(source: str) -> set[Any]:
-    """Every numeric and string constant in a module (docstrings included: they are the original's own text)."""
-    found: set[Any] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)) and not isinstance(node.value, bool):
-            found.add(node.value)
-            if isinstance(node.value, (int, float)):
-                found.add(-node.value)
-    return found
-
-
 def imported_workspace_modules(source: str, candidate_dir: Path, workspace: Path) -> list[Path]:
     """Workspace files a candidate imports (siblings in candidate/, or anything at the workspace root)."""
     found = []

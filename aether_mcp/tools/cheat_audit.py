@@ -27,7 +27,7 @@ from aether_mcp import draws
 from aether_mcp.backend import Resolved
 from aether_mcp.confined.classic_build import STARTED
 from aether_mcp.judge import cheat_rules, layouts, sql_functions
-from aether_mcp.judge.case_literals import NotALiteral, literal
+from aether_mcp.judge.case_literals import NotALiteral, literal, source_literals
 from aether_mcp.judge.compare import RAISE_KIND, classify
 from aether_mcp.judge.hidden_inputs import hidden_rows
 from aether_mcp.judge.mined_values import mine
@@ -231,7 +231,7 @@ def _static_findings(workspace: Workspace, name: str) -> list[AuditFinding]:
     except BadCandidate as exc:
         raise ToolError(f"{exc}; fix the candidate (run_tests shows the same problem) and audit again.") from None
     case_values = _case_literals(workspace)
-    original_values = cheat_rules.source_literals(workspace.verified_original())
+    original_values = source_literals(workspace.verified_original())
     # Struct field names come from the declared types (aether.toml), not from the tests' expectations.
     udf = workspace.config.udf
     original_values |= set().union(*(field_names(parse_type(text)) for text in [udf.return_type, *(a.type for a in udf.args)]))
