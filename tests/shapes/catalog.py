@@ -3,7 +3,9 @@
 The fixtures of tests/test_udf_shapes.py and of benchmarks/udf_shapes.py. Each shape is a folder
 here: the job (and the modules it imports, laid out as real projects lay them out) and
 `candidate.py`, a conversion written by hand. `run_shape` takes one through the loop an agent
-starts with: init_workspace, record_cases, run_tests on the original, byte_compare of the candidate.
+starts with: init_workspace, record_cases, run_tests on the original, byte_compare of the candidate,
+and the job rewritten as apply_conversion rewrites it (`apply_step`: no Python UDF left, and every
+name the job calls the UDF by still bound).
 A shape the server cannot take yet says so in `refused`: init_workspace must refuse it up front,
 with a reason matching that pattern.
 """
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-STEPS = ("init_workspace", "record_cases", "run_tests", "byte_compare")
+STEPS = ("init_workspace", "record_cases", "run_tests", "byte_compare", "apply")
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,46 @@ class Outcome:
     def compared_rows(self) -> int:
         return self.compared.evidence.hidden_rows_compared if self.compared is not None else 0
 
+    @property
+    def rows_with_a_value(self) -> int:
+        return self.compared.evidence.hidden_rows_with_a_value if self.compared is not None else 0
+
+
+def apply_step(shape: Shape, root_folder: Path, workspace: str) -> str:
+    """The job converted as apply_conversion converts it: 'ok: ...', 'refused: ...' (a refusal that says why) or 'broken: ...'."""
+    import ast
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from aether_mcp import extraction
+    from aether_mcp.extraction.local_modules import LocalModules
+    from aether_mcp.path_guard import SandboxRoot
+    from aether_mcp.tools.job_conversion import convert_source, no_udf_left
+    from aether_mcp.workspace import Workspace
+    from aether_mcp.workspace.candidates import declared_target
+
+    udf = Workspace.open(SandboxRoot(root_folder), workspace).config.udf
+    kind = declared_target((shape.path / shape.candidate).read_text(), shape.name)
+    job_text = (root_folder / udf.source).read_text()
+    try:
+        converted, replaced, _ = convert_source(job_text, udf, kind, f"{udf.name}_aether")
+    except ToolError as exc:
+        return f"refused: {exc}"
+    left = no_udf_left(converted, udf)
+    if left != "pass":
+        return f"broken: a Python UDF is left ({left})"
+    reader = LocalModules(root_folder).tree_reader(root_folder / udf.source)
+    definition = extraction.select_udf(extraction.find_udfs(ast.parse(job_text), reader), shape.udf, udf.source)
+    names = {udf.name, udf.function, *definition.aliases}
+    called = {n.func.id for n in ast.walk(ast.parse(job_text)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)} & names
+    tree = ast.parse(converted)
+    bound = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    bound |= {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    bound |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    if called - bound:
+        return f"broken: the job calls it as {', '.join(sorted(called - bound))}, which the converted job no longer binds"
+    return f"ok: {kind}, lines {replaced[0]}-{replaced[1]} of {udf.source} replaced"
+
 
 def run_shape(shape: Shape, folder: Path, workers, hidden_rows: int = 1200) -> Outcome:
     """Copy the shape into `folder` (the server root) and take it through init_workspace, record_cases, run_tests and byte_compare."""
@@ -162,5 +204,6 @@ def run_shape(shape: Shape, folder: Path, workers, hidden_rows: int = 1200) -> O
     outcome.compared = step("byte_compare", lambda: byte_compare(root, workers, ws, shape.name, hidden_rows=hidden_rows))
     compared = outcome.compared
     verdict = {True: "equal", False: "not equal", None: "no verdict"}[compared.equal]
-    outcome.steps["byte_compare"] = f"{verdict} on {outcome.compared_rows} hidden rows" + (f": {compared.mismatches[0]}" if compared.mismatches else "")
+    outcome.steps["byte_compare"] = f"{verdict} on {outcome.compared_rows} hidden rows ({outcome.rows_with_a_value} with a value)" + (f": {compared.mismatches[0]}" if compared.mismatches else "")
+    outcome.steps["apply"] = step("apply", lambda: apply_step(shape, folder, ws))
     return outcome
