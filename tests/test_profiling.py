@@ -93,8 +93,11 @@ def test_spark_plan_profile_finds_a_value_copied_into_case_branches(root, worker
     assert "Project" in copied.location and "steps" in one.hints[0] and "not timed" in one.hints[0] and one.steps is None
     assert Path(one.artifacts["physical_plan"]).read_text() == one.plans["physical"]
 
-    steps = profiling.nsys_profile(root, workers, workspace, "steps")
+    steps = profiling.nsys_profile(root, workers, workspace, "steps", spec={"weight": {"min": 0.1, "max": 50.0}})
     assert not any("raise_error" in h.function for h in steps.hotspots)
+    # each step timed as every step up to it written out (what it adds is measured; the numbers are not asserted)
+    assert list(steps.step_seconds) == ["_checked", "_out"] and steps.step_rows == 200_000
+    assert steps.hints[0].startswith(("step '_checked' costs most", "step '_out' costs most", "no step stands out"))
     assert steps.codegen["operators"] > one.codegen["operators"]  # one projection per step
     assert steps.steps == {"helpers": ["_checked"], "kept": ["_checked"], "inlined": [], "projections": 2}  # used twice: kept
 
@@ -103,6 +106,14 @@ def test_spark_plan_profile_finds_a_value_copied_into_case_branches(root, worker
     merged = profiling.nsys_profile(root, workers, workspace, "merged")
     assert merged.steps["inlined"] == ["_fee"] and merged.steps["kept"] == ["_checked"]
     assert any(h.startswith("Spark merged the step(s) _fee into the expression that uses them") for h in merged.hints)
+
+
+def test_what_each_step_adds_is_the_difference_of_the_timed_runs_up_to_it_and_the_costliest_is_named():
+    costs = profiling.step_costs([1.0, 1.1, 0.9], {"_clean": [1.2, 1.3, 1.2], "_lookup": [3.4, 3.0, 3.2], "_out": [3.2, 3.3, 3.25]})
+    assert costs == {"_clean": 0.2, "_lookup": 2.0, "_out": 0.05}
+    assert profiling.step_hints(costs)[0].startswith("step '_lookup' costs most: it adds 2.000s of the 2.250s")
+    assert profiling.step_hints({"_a": 0.004, "_b": 0.003})[0].startswith("no step stands out")
+    assert profiling.step_hints(None) == []
 
 
 def test_spark_plan_profile_refuses_a_build_that_fails(root, workers, workspace):

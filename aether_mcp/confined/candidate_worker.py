@@ -159,8 +159,8 @@ class CandidateWorker(SparkWorker):
         """A sql candidate timed over cached Parquet rows (see cached_timing): micro_benchmark's inner loop."""
         from aether_mcp.evaluation.cached_timing import time_cached
 
-        repeats = int(message.get("repeats", 5))
-        return self._on_sql(message, "timed", lambda context, loaded, data: time_cached(self.spark, context.config, loaded, data, repeats))
+        repeats, steps = int(message.get("repeats", 5)), bool(message.get("steps"))
+        return self._on_sql(message, "timed", lambda context, loaded, data: time_cached(self.spark, context.config, loaded, data, repeats, steps=steps))
 
     def _on_sql(self, message: dict[str, Any], key: str, action: Any) -> dict[str, Any]:
         """`action(context, loaded, data)` for a sql candidate over the request's Parquet data, its answer under `key`."""

@@ -21,18 +21,23 @@ from aether_mcp.evaluation.target_evaluation import OUTPUT, ROW_ID, LoadedTarget
 WARMUP_RUNS = 1
 
 
-def time_cached(spark: SparkSession, config: Any, loaded: LoadedTarget, data: str, repeats: int, floor: bool = False) -> dict[str, Any]:
+def time_cached(spark: SparkSession, config: Any, loaded: LoadedTarget, data: str, repeats: int, floor: bool = False, steps: bool = False) -> dict[str, Any]:
     """Seconds of each of `repeats` runs of `loaded` over the Parquet rows at `data`, after one unrecorded run.
 
     `floor`: also time, in the same rounds, the arguments alone written the same way (no target): a job's fixed cost here.
+    `steps` (a sql build of (name, Column) steps): also time, in the same rounds, every step up to each one written out
+    (under "step_seconds", by step), so that the differences between consecutive ones are what each step adds.
     """
     frame = spark.read.parquet(data).withColumn(ROW_ID, F.monotonically_increasing_id()).cache()
     try:
         rows = frame.count()
         names = [arg.name for arg in config.udf.args]
         jobs = {"seconds": lambda: loaded.apply(frame, argument_columns(config)).select(OUTPUT)}
-        if floor:
+        if floor or steps:
             jobs["floor_seconds"] = lambda: frame.select(*[F.col(f"`{name}`") for name in names])
+        built = loaded.built if steps and isinstance(loaded.built, (list, tuple)) else []
+        for count in range(1, len(built) + 1):
+            jobs[f"step:{built[count - 1][0]}"] = lambda count=count: _up_to(frame, built[:count])
         timed: dict[str, list[float]] = {key: [] for key in jobs}
         for run in range(WARMUP_RUNS + repeats):
             for key, job in jobs.items():
@@ -40,9 +45,17 @@ def time_cached(spark: SparkSession, config: Any, loaded: LoadedTarget, data: st
                 job().write.format("noop").mode("overwrite").save()
                 if run >= WARMUP_RUNS:
                     timed[key].append(time.perf_counter() - started)
-        return {"rows": rows, **timed}
+        step_seconds = {key.removeprefix("step:"): timed.pop(key) for key in list(timed) if key.startswith("step:")}
+        return {"rows": rows, **timed, **({"step_seconds": step_seconds} if steps else {})}
     finally:
         frame.unpersist()
+
+
+def _up_to(frame: Any, steps: list[tuple[str, Any]]) -> Any:
+    """Every one of `steps` computed and written out: a step is a column later steps refer to by name."""
+    for name, column in steps:
+        frame = frame.withColumn(name, column)
+    return frame.select(*[F.col(f"`{name}`") for name, _ in steps])
 
 
 def canonical(column: Any, data_type: T.DataType) -> Any:

@@ -231,8 +231,9 @@ class WorkerPool:
         finally:
             self._done(handle)
 
-    def timing(self, role: str, workspace: Workspace, target: str, data: str, repeats: int, *, timeout_s: float = 600.0, cancel: threading.Event | None = None) -> dict:
-        """Seconds of `repeats` runs of `target` over the Parquet rows at `data`, cached in the warm `role` worker.
+    def timing(self, role: str, workspace: Workspace, target: str, data: str, repeats: int, *, timeout_s: float = 600.0, cancel: threading.Event | None = None, steps: bool = False) -> dict:
+        """Seconds of `repeats` runs of `target` over the Parquet rows at `data`, cached in the warm `role` worker
+        (`steps`: a sql candidate's steps timed too, see cached_timing).
 
         The candidate worker cannot read the workspace, so there the data is copied into its scratch for the call.
         """
@@ -244,7 +245,7 @@ class WorkerPool:
                 copy = handle.call_scratch / "timing-data"
                 (shutil.copytree if Path(data).is_dir() else shutil.copyfile)(data, copy)
                 data = str(copy)
-            message = {"op": "timing", "context": context(workspace, target), "data": data, "repeats": repeats}
+            message = {"op": "timing", "context": context(workspace, target), "data": data, "repeats": repeats, "steps": steps}
             return self._request(handle, role, message, f"timing {target}", timeout_s, cancel)["timed"]
         finally:
             self._done(handle)

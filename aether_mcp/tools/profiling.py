@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +39,8 @@ from aether_mcp.workspace.candidates import candidate_path
 PROFILES_DIR = "profiles"
 MAX_ROWS = 10_000_000
 PLAN_ROWS = 1_000  # the plan does not depend on the data's size; the file only gives it a real scan
+STEP_ROWS = 200_000  # rows each step is timed over: enough that a costly step shows above a Spark job's fixed cost
+STEP_REPEATS = 3
 MAX_HOTSPOTS = 15
 # A function called this often per row is row-at-a-time Python, whatever its own cost.
 PER_ROW_CALLS = 0.5
@@ -72,6 +75,12 @@ class ProfileResult(BaseModel):
     codegen: dict[str, Any] | None = Field(None, description="spark-plan: operators in whole-stage codegen, coverage, expressions that fall back")
     plans: dict[str, str] | None = Field(None, description="spark-plan: the optimized and physical plans (also in artifacts)")
     steps: dict[str, Any] | None = Field(None, description="spark-plan, a build of (name, Column) steps: helpers (every step but the result), kept (still computed as columns of their own), inlined (merged by Spark into the expression that uses them), projections (Project operators in the executed plan)")
+    step_seconds: dict[str, float] | None = Field(
+        None,
+        description="spark-plan, a build of (name, Column) steps: the seconds each step adds over step_rows rows, measured (median of every step up to it written out, "
+        "less the same up to the step before; the first step less the arguments alone)",
+    )
+    step_rows: int | None = None
     hints: list[str]
     artifacts: dict[str, str] = Field(description="raw reports on disk")
     duration_s: float
@@ -218,6 +227,7 @@ def _spark_plan(opened: Workspace, workers: WorkerPool, name: str, folder: Path,
         if exc.kind == "cancelled":
             raise ToolError("nsys_profile was cancelled; nothing is left running.") from None
         raise ToolError(f"the plan of candidate {name!r} could not be built: {exc}; run_tests shows the same problem.") from None
+    step_seconds, untimed = _time_steps(opened, workers, name, spec, cancel, report) if profile.get("steps") else (None, "")
     (folder / "optimized_plan.txt").write_text(profile["optimized_plan"], encoding="utf-8")
     (folder / "physical_plan.txt").write_text(profile["physical_plan"], encoding="utf-8")
     codegen = profile["codegen"]
@@ -235,16 +245,56 @@ def _spark_plan(opened: Workspace, workers: WorkerPool, name: str, folder: Path,
         candidate=name,
         backend="spark-plan",
         rows=PLAN_ROWS,
-        note="A sql candidate runs in the JVM, where neither nsys nor a Python profiler sees it: this is its executed Spark plan over a Parquet scan, as run_benchmark runs it (the query is not run).",
+        note="A sql candidate runs in the JVM, where neither nsys nor a Python profiler sees it: this is its executed Spark plan over a Parquet scan, as run_benchmark runs it (the query is not run for the plan); a build of (name, Column) steps is also timed step by step (step_seconds).",
         wall_s=None,
         hotspots=hotspots,
         codegen=codegen,
         plans={"optimized": profile["optimized_plan"], "physical": profile["physical_plan"]},
         steps=profile.get("steps"),
-        hints=plan_hints(codegen, hotspots, profile.get("steps")),
+        step_seconds=step_seconds,
+        step_rows=STEP_ROWS if step_seconds is not None else None,
+        hints=([untimed] if untimed else step_hints(step_seconds)) + plan_hints(codegen, hotspots, profile.get("steps")),
         artifacts={"optimized_plan": str(folder / "optimized_plan.txt"), "physical_plan": str(folder / "physical_plan.txt"), "json": str(folder / "profile.json")},
         duration_s=0.0,
     )
+
+
+def _time_steps(opened: Workspace, workers: WorkerPool, name: str, spec: dict[str, Any] | None, cancel: threading.Event | None, report: Progress) -> tuple[dict[str, float] | None, str]:
+    """What each step of a sql build adds, timed in the warm candidate worker over STEP_ROWS cached rows (see cached_timing),
+    or None and why the steps could not be timed."""
+    data = bench_data.generate(opened, STEP_ROWS, None, spec, lambda done, total, message: report(0, None, message))
+    report(0, None, f"timing each step over {STEP_ROWS:,} cached rows, {STEP_REPEATS} runs")
+    try:
+        timed = workers.timing("candidate", opened, f"candidate:{name}", data.path, STEP_REPEATS, cancel=cancel, steps=True)
+    except EvaluationFailed as exc:
+        if exc.kind == "cancelled":
+            raise ToolError("nsys_profile was cancelled; nothing is left running.") from None
+        return None, f"the steps could not be timed over the generated data ({exc}); give spec the ranges the job's data keeps to (as for run_benchmark) to have them timed"
+    return step_costs(timed["floor_seconds"], timed.get("step_seconds") or {}), ""
+
+
+def step_costs(floor: list[float], cumulative: dict[str, list[float]]) -> dict[str, float]:
+    """Per step, in order: the median of every step up to it, less the median up to the one before (the first: less the floor)."""
+    costs, before = {}, statistics.median(floor)
+    for step, seconds in cumulative.items():
+        median = statistics.median(seconds)
+        costs[step] = round(median - before, 4)
+        before = median
+    return costs
+
+
+def step_hints(costs: dict[str, float] | None) -> list[str]:
+    """The step that costs most, measured, when one clearly does."""
+    if not costs:
+        return []
+    total = sum(max(0.0, c) for c in costs.values())
+    step, most = max(costs.items(), key=lambda item: item[1])
+    if total <= 0 or most < 0.5 * total or most < 0.01:
+        return [f"no step stands out: measured over {STEP_ROWS:,} rows, the steps add {', '.join(f'{s} {c:+.3f}s' for s, c in costs.items())} (differences below a few hundredths of a second are noise)"]
+    return [
+        f"step {step!r} costs most: it adds {most:.3f}s of the {total:.3f}s the steps take over {STEP_ROWS:,} rows (measured: every step up to it written out, less the steps before it). "
+        "Its functions are where to look first (a large translate table or regex character class, a function without generated code); change it through try_optimization, which keeps a change only on a measured gain."
+    ]
 
 
 def _repeat_hint(item: dict[str, Any]) -> str:
