@@ -182,3 +182,17 @@ def test_hidden_strings_of_a_date_parsing_udf_parse_on_boundaries_and_some_nearl
     assert any(" 0:" in text or "-1-" in text for text in opened)  # single-digit parts without their zero, which strptime reads
     near = [text for text in opened if text[:2].isdigit() and "UTC" in text and text not in {p.strftime("%Y-%m-%d %H:%M:%S UTC") for p in parsed}]
     assert any(text.endswith(":61 UTC") or "-13-" in text or " 24:" in text for text in near)  # near misses past a part's range
+
+
+def test_hidden_strings_of_a_udf_that_extracts_with_a_regex_often_match_it_and_some_nearly_do():
+    import re
+
+    source = 'import re\nORDER_RE = re.compile(r"ORD-([0-9]{4,9})\\b")\n\ndef order_number(note):\n    match = ORDER_RE.search(note)\n    return int(match.group(1)) if match else None\n'
+    mined = mine(source)
+    assert mined.regex_patterns == [r"ORD-([0-9]{4,9})\b"]
+    assert mine("import re\ndef f(s):\n    return re.sub(r'(a)\\1', '', s)\n").regex_patterns == []  # a back-reference cannot be drawn
+    notes = [row[0] for row in hidden_rows(config("string"), mined, 3000, seed=2) if row[0] is not None]
+    matching = [text for text in notes if re.search(r"ORD-([0-9]{4,9})\b", text)]
+    assert len(matching) >= len(notes) // 4  # random strings would never match
+    assert any(text != m.group(0) for text in matching for m in [re.search(r"ORD-[0-9]+", text)] if m)  # inside other words too
+    assert any(text.startswith("ORD-") and not re.search(r"ORD-([0-9]{4,9})\b", text) for text in notes)  # and one character off

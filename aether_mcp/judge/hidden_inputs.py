@@ -19,6 +19,7 @@ from typing import Any
 from aether_mcp.judge.date_strings import date_string
 from aether_mcp.judge.edge_inputs import _float32, edge_values, map_keys
 from aether_mcp.judge.mined_values import MinedValues, boundary_values
+from aether_mcp.judge.regex_strings import matching_string
 from aether_mcp.lazy_import import lazy_module
 from aether_mcp.spark_types import integer_bounds, parse_type
 from aether_mcp.wire.value_codec import Struct
@@ -219,6 +220,8 @@ class _ValueSource:
         rng = self.rng
         if self.mined.date_formats and rng.random() < (0.75 if mined else 0.4):
             return date_string(self.mined.date_formats, rng)
+        if self.mined.regex_patterns and rng.random() < (0.5 if mined else 0.25):
+            return matching_string(self.mined.regex_patterns, rng)
         literals = [s for s in self.mined.strings if s]
         if mined and literals:
             roll = rng.random()

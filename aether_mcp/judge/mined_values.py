@@ -4,7 +4,7 @@ Every numeric constant (a comparison boundary, a rate, a cap), every string lite
 key, a prefix, a separator) and the characters those literals are made of. Hidden inputs are
 built around them: `age >= 65` is probed at 64, 65, 66 and 65 +/- epsilon; `tier == "gold"` with
 "GOLD", " gold", "gold\\t" and "gold\\u00a0". Date formats it parses, spells or shows by example
-become date strings (date_strings).
+become date strings (date_strings); the patterns it gives `re` become strings they match (regex_strings).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from aether_mcp.judge.date_strings import mine_formats
+from aether_mcp.judge.regex_strings import mine_patterns
 
 # Characters that are regex syntax rather than text, dropped when a literal is used as a pattern.
 _REGEX_SYNTAX = re.compile(r"\\[AbBdDsSwWZ]|[\^\$\*\+\?\{\}\[\]\(\)\|]")
@@ -28,6 +29,7 @@ class MinedValues:
     alphabet: str = ""
     lengths: list[int] = field(default_factory=list)
     date_formats: list[str] = field(default_factory=list)  # strftime formats of the dates the source parses (date_strings)
+    regex_patterns: list[str] = field(default_factory=list)  # patterns the source passes to re, drawn from (regex_strings)
 
 
 def mine(source: str) -> MinedValues:
@@ -64,6 +66,7 @@ def mine(source: str) -> MinedValues:
         alphabet=alphabet,
         lengths=lengths,
         date_formats=mine_formats(source),
+        regex_patterns=mine_patterns(source),
     )
 
 
