@@ -6,7 +6,7 @@ passes to `re` (`compile`, `match`, `search`, `fullmatch`, `findall`, `finditer`
 `split`); each is parsed with Python's own regex parser and walked to draw a string it matches:
 literals, classes and categories, repeats (a few more than the least), groups and alternatives.
 Anchors and lookarounds add nothing; a pattern with a back-reference is left out. Drawn matches
-are used alone, inside words, in another case, and now and then one character off.
+are used alone, followed or surrounded by words, in another case, and now and then one character off.
 """
 
 from __future__ import annotations
@@ -68,11 +68,13 @@ def matching_string(patterns: list[str], rng: random.Random) -> str:
     """A string holding a match of one of `patterns`: alone, inside words, in another case, or one character off."""
     text = draw(rng.choice(patterns), rng)
     roll = rng.random()
-    if roll < 0.35:
+    if roll < 0.5:
         return text
-    if roll < 0.7:
-        return f"{rng.choice(['see', 'note:', 'x', 'Ref'])} {text}{rng.choice(['', ' today', '.', ', thanks'])}"
+    if roll < 0.65:  # still at the start, for a pattern used with match()
+        return text + rng.choice([" today", ".", ", thanks", "-rc1", " x"])
     if roll < 0.8:
+        return f"{rng.choice(['see', 'note:', 'x', 'Ref'])} {text}{rng.choice(['', ' today', '.', ', thanks'])}"
+    if roll < 0.9:
         return rng.choice([text.upper(), text.lower()])
     if text:
         position = rng.randrange(len(text))
