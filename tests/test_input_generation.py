@@ -163,6 +163,7 @@ def test_date_formats_are_mined_from_formats_samples_in_comments_java_patterns_a
     split_only = "def minutes(time_text):\n    hours, minutes = time_text.split(':')[:2]\n    return int(hours) * 60 + int(minutes)\n"
     assert {"%H:%M:%S", "%Y-%m-%d %H:%M:%S"} <= set(mine(split_only).date_formats)  # a split on ':' of a time: the ISO forms
     assert mine(ORIGINAL).date_formats == []  # a UDF that parses no date gets none
+    assert mine('RATE = "%d%%"\ndef f(sku):\n    """Validate a SKU."""\n    return sku.split("-")[0] + RATE\n').date_formats == []  # a percent, and no date word
 
 
 def test_hidden_strings_of_a_date_parsing_udf_parse_on_boundaries_and_some_nearly_do():
@@ -191,6 +192,8 @@ def test_hidden_strings_of_a_udf_that_extracts_with_a_regex_often_match_it_and_s
     mined = mine(source)
     assert mined.regex_patterns == [r"ORD-([0-9]{4,9})\b"]
     assert mine("import re\ndef f(s):\n    return re.sub(r'(a)\\1', '', s)\n").regex_patterns == []  # a back-reference cannot be drawn
+    assert mine("import re\nR = re.compile(r'(?:(?:\\d{1000}){1000}){20}')\n").regex_patterns == []  # nor a match millions of characters long
+    assert mine("import re\nR = re.compile(r'ord-\\d+', re.I)\n").regex_patterns == ["(?i)ord-\\d+"]  # flags passed travel with the pattern
     notes = [row[0] for row in hidden_rows(config("string"), mined, 3000, seed=2) if row[0] is not None]
     matching = [text for text in notes if re.search(r"ORD-([0-9]{4,9})\b", text)]
     assert len(matching) >= len(notes) // 6  # random strings would never match (a sixth, whatever the constant chunk holds)

@@ -323,6 +323,8 @@ def test_a_factory_called_with_literals_is_bound_to_them(tmp_path, udf, argument
 
 
 def test_a_static_method_factory_is_found_assigned_and_inline_and_a_factory_asked_for_by_name_says_where_it_is_called(tmp_path):
+    from aether_mcp.tools.job_conversion import convert_source
+
     job = (SHAPES_DIR / "static_factory" / "job.py").read_text().replace(
         'scores.select(score_0_100(F.col("raw_score")).alias("score")).show()',
         'scores.select(score_0_100(F.col("raw_score")), CommonUdf.Clamp(-1.0, 1.0)(F.col("delta"))).show()',
@@ -333,7 +335,15 @@ def test_a_static_method_factory_is_found_assigned_and_inline_and_a_factory_aske
     assert found["score_0_100"].form == "score_0_100 = CommonUdf.Clamp(...)" and found["score_0_100"].return_type_error is None
     assert found["Clamp"].form == "CommonUdf.Clamp(...)(...)" and "CommonUdf.Clamp" in found["Clamp"].aliases
     inline = workspaces.init_workspace(root, "job.py", "CommonUdf.Clamp", arg_types={"value": "double"})
-    assert "Clamp_udf = Clamp(-1.0, 1.0)" in (Path(inline.workspace) / "original" / "udf.py").read_text() and inline.notes == []
+    assert "Clamp_udf = _CommonUdf_Clamp(-1.0, 1.0)" in (Path(inline.workspace) / "original" / "udf.py").read_text() and inline.notes == []
+    with pytest.raises(ToolError, match=r"made by an inline factory call .* Give the factory's result a name in the job"):
+        convert_source(job, Workspace.open(root, inline.workspace).config.udf, "vectorized", "clamp_aether")
+    # the static method becomes `_CommonUdf_Clamp`, so it shadows no module-level function of the same name that it calls
+    helper = job.replace("class CommonUdf:", "def Clamp(value):\n    return value * 2\n\n\nclass CommonUdf:").replace("return min(max(value, low), high)", "return min(max(Clamp(value), low), high)")
+    (tmp_path / "helper_job.py").write_text(helper)
+    doubled = workspaces.init_workspace(root, "helper_job.py", "score_0_100", arg_types={"value": "double"}, workspace="doubled")
+    reference = (Path(doubled.workspace) / "original" / "udf.py").read_text()
+    assert "def Clamp(value):\n    return value * 2" in reference and "score_0_100 = _CommonUdf_Clamp(0.0, 100.0)" in reference
     (tmp_path / "fees.py").write_text((SHAPES_DIR / "cross_file_factory" / "fees.py").read_text())
     with pytest.raises(ToolError) as refused:
         workspaces.init_workspace(root, "fees.py", "make_fee")
@@ -381,6 +391,16 @@ def test_literal_arguments_are_read_from_the_calls_in_the_projects_other_files_a
     assert any(note.startswith("drawn only from the literals the job passes: factor = 2.5, 4.0 (job.py:7, report.py:5); offset = 1.0") and "whole_domain=['factor', 'offset']" in note for note in created.notes)
     widened = workspaces.init_workspace(root, "job.py", "scaled", workspace="widened", whole_domain=["factor"])
     assert {a.name: a.values for a in widened.udf.args}["factor"] is None
+    # a test's calls and a file inside a workspace (an agent writes there) are not the job's: they narrow nothing
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_scaled.py").write_text("from pyspark.sql import functions as F\nfrom udfs import scaled\nscaled(F.lit(9.0), F.lit(9.0))\n")
+    (Path(created.workspace) / "candidate" / "planted.py").write_text("from pyspark.sql import functions as F\nfrom udfs import scaled\nscaled(F.lit(1.0), F.lit(7.0))\n")
+    again = workspaces.init_workspace(root, "job.py", "scaled", workspace="again")
+    assert {a.name: a.values for a in again.udf.args}["factor"] == [2.5, 4.0]
+    # a file that reaches the UDF any other way than a direct call may pass it anything: nothing is narrowed
+    (tmp_path / "daily.py").write_text("import udfs\nfrom pyspark.sql import functions as F\n\ndef run(df):\n    return df.select(udfs.scaled(F.col('x'), F.col('f')))\n")
+    opened = workspaces.init_workspace(root, "job.py", "scaled", workspace="opened")
+    assert {a.name: a.values for a in opened.udf.args} == {"x": None, "factor": None, "offset": None}
 
 
 def test_a_factory_called_with_anything_but_literals_is_refused_saying_why(tmp_path):

@@ -19,13 +19,17 @@ def literal_arguments(tree: ast.Module, definition: UdfDefinition, count: int, c
 
     Calls in the module by one of the UDF's names count, and calls in `callers` ((shown, tree, the names that
     file imports the UDF as): the project's other files). A call with keywords or *args makes every position
-    unknown, and so does a UDF with no call found (it may be called from elsewhere).
+    unknown, and so does a UDF with no call found (it may be called from elsewhere) or one the module passes on as a value.
     """
     names = set(definition.aliases) | {definition.name}
     found = [("", call) for call in _calls(tree, names)] + [(shown, call) for shown, other, imported in callers or [] for call in _calls(other, imported)]
     if not found or any(call.keywords or any(isinstance(a, ast.Starred) for a in call.args) for _, call in found):
         return {}
-    defaults = _constant_defaults(definition.function, count)
+    called = {id(call.func) for _, call in found}
+    if any(isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load) and id(node) not in called for node in ast.walk(tree)):
+        return {}  # passed on as a value (g = fee, spark.udf.register("x", fee)): whoever gets it may call it with anything
+    # a row UDF called with fewer columns runs with the defaults; a pandas UDF would get a scalar there, not a column
+    defaults = _constant_defaults(definition.function, count) if definition.kind == "row" else {}
     domains: dict[int, LiteralDomain] = {}
     for position in range(count):
         values: list[Any] = []

@@ -14,7 +14,7 @@ from pathlib import Path
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.extraction.arguments import arguments_of, literal_arguments
-from aether_mcp.extraction.definitions import SPARK_STATE_MARKERS, ExtractedUdf, ImportedName, UdfDefinition, imported_name, read_source
+from aether_mcp.extraction.definitions import SPARK_STATE_MARKERS, ExtractedUdf, ImportedName, UdfDefinition, dotted, imported_name, read_source
 from aether_mcp.extraction.factories import factory_kind, unwrapped_factory
 from aether_mcp.extraction.finder import find_spark_conf, find_udfs
 from aether_mcp.extraction.local_modules import LocalModules
@@ -106,8 +106,8 @@ class _Extraction:
         function_code = _function_code(definition, home.index.lines)
         self.home_position = home.index.function_position(definition)
         self.seen.add((home, definition.function_name))
-        if definition.factory is not None:  # the factory's plain function is in function_code (a static method has no module-level name)
-            self.seen.add((home, definition.factory.name))
+        if definition.factory is not None:  # the factory's plain function is in function_code
+            self.seen.add((home, factory_function_name(definition)))
         self._read(home, function_code)
         while self.queue:
             file, name = self.queue.pop(0)
@@ -403,12 +403,21 @@ def _import_text(imported: ImportedName) -> str:
     return f"from {'.' * imported.level}{imported.module or ''} import {imported.name}"
 
 
+def factory_function_name(definition: UdfDefinition) -> str:
+    """The name a factory's plain function takes in original/udf.py: its own, or for a static method `_Class_method`
+    (so it shadows no module-level name the factory itself reads)."""
+    assert definition.factory is not None and definition.factory_call is not None
+    func = definition.factory_call.func
+    return "_" + dotted(func).replace(".", "_") if isinstance(func, ast.Attribute) else definition.factory.name
+
+
 def _function_code(definition: UdfDefinition, lines: list[str]) -> str:
     if definition.factory is not None and definition.factory_call is not None:
         # The factory as plain Python (its UDF wrapper removed), then the job's own call of it: the closure is the UDF.
         plain = unwrapped_factory(definition.factory)
+        plain.name = factory_function_name(definition)
         call = definition.factory_call
-        if isinstance(call.func, ast.Attribute):  # a static method called through its class: called here as the plain function it becomes
+        if not (isinstance(call.func, ast.Name) and call.func.id == plain.name):  # a static method, or a factory imported under another name
             call = ast.Call(func=ast.Name(id=plain.name, ctx=ast.Load()), args=call.args, keywords=call.keywords)
         return f"{ast.unparse(plain)}\n\n\n{definition.function_name} = {ast.unparse(call)}"
     function = definition.function

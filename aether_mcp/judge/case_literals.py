@@ -101,18 +101,28 @@ NUMBER_GRAMMAR = {
 }
 
 
+# Calls whose string arguments are sets or patterns of characters: a character in one is the original's own.
+CHARACTER_SETS = {
+    "sub", "subn", "compile", "match", "search", "fullmatch", "findall", "finditer", "split", "rsplit", "replace", "translate",
+    "maketrans", "strip", "lstrip", "rstrip", "removeprefix", "removesuffix", "partition", "rpartition",
+}  # fmt: skip
+
+
 def source_literals(source: str) -> set[Any]:
     """Every numeric and string constant in a module (docstrings included: they are the original's own text), the characters
-    of its strings (a character an original's pattern deletes is its own), and the number grammar of the conversions it calls."""
+    of the strings it gives a pattern or character-set call (a character its `re.sub(r"[$,]", ...)` deletes is its own),
+    and the number grammar of the float()/int() conversions it calls."""
     found: set[Any] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)) and not isinstance(node.value, bool):
             found.add(node.value)
             if isinstance(node.value, (int, float)):
                 found.add(-node.value)
-            else:
-                found |= set(node.value)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in NUMBER_GRAMMAR:
-            words = NUMBER_GRAMMAR[node.func.id]
-            found |= words | {w.upper() for w in words} | {w.title() for w in words}
+        elif isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if name in NUMBER_GRAMMAR:
+                words = NUMBER_GRAMMAR[name]
+                found |= words | {w.upper() for w in words} | {w.title() for w in words}
+            if name in CHARACTER_SETS:
+                found |= {ch for arg in node.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str) for ch in arg.value}
     return found

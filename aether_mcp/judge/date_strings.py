@@ -23,7 +23,7 @@ import random
 import re
 import tokenize
 
-DIRECTIVE = re.compile(r"%[-]?[YymdHIMSfpbBaAjzZ%]")
+DIRECTIVE = re.compile(r"%[-]?[YymdHIMSfpbBaAjzZ]")  # "%%" is a percent sign, not a date part
 # Java/Spark datetime patterns, longest letter runs first
 JAVA_PARTS = [
     ("yyyy", "%Y"), ("yy", "%y"), ("MMMM", "%B"), ("MMM", "%b"), ("MM", "%m"), ("M", "%-m"), ("dd", "%d"), ("d", "%-d"),
@@ -36,7 +36,7 @@ SAMPLE = re.compile(
     r"(?:(?P<t>[ T])(?P<H>\d{1,2}):(?P<M>\d{2})(?::(?P<S>\d{2})(?P<f>\.\d{1,6})?)?)?"
     r"(?P<zone>\s?(?:UTC|GMT|Z|[+-]\d{2}:?\d{2}))?"
 )
-DATE_WORDS = re.compile(r"date|time|day|month|year|hour|stamp|strptime|datetime", re.IGNORECASE)
+DATE_WORDS = re.compile(r"\b(?:dates?|times?|days?|months?|years?|hours?|timestamps?|strptime|datetime)\b", re.IGNORECASE)
 SPLIT_ON = re.compile(r"""\.r?split\(\s*['"]([-/:T ])['"]""")
 ISO_FORMATS = ["%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%H:%M:%S", "%Y/%m/%d"]
 MAX_FORMATS = 12
@@ -84,14 +84,15 @@ def render(fmt: str, fields: dict[str, int], unpadded: bool = False) -> str:
     weekday = calendar.weekday(year, month, day) if _valid(year, month, day) else 0
     values = {
         "Y": f"{year:04d}", "y": f"{year % 100:02d}", "m": pad(month), "-m": str(month), "d": pad(day), "-d": str(day),
-        "H": pad(hour), "-H": str(hour), "I": pad((hour % 12) or 12), "M": pad(fields["minute"]), "S": pad(fields["second"]),
+        "H": pad(hour), "-H": str(hour), "I": pad((hour % 12) or 12), "-I": str((hour % 12) or 12), "M": pad(fields["minute"]),
+        "-M": str(fields["minute"]), "S": pad(fields["second"]), "-S": str(fields["second"]), "-y": str(year % 100), "-j": str(_day_of_year(year, month, day)),
         "f": f"{fields['micro']:06d}", "3f": f"{fields['micro'] // 1000:03d}", "p": "AM" if hour < 12 else "PM",
         "b": calendar.month_abbr[month] if 1 <= month <= 12 else "Foo", "B": calendar.month_name[month] if 1 <= month <= 12 else "Smarch",
         "a": calendar.day_abbr[weekday], "A": calendar.day_name[weekday],
         "j": f"{_day_of_year(year, month, day):03d}", "Z": ZONES[fields["zone"] % len(ZONES)],
         "z": OFFSETS[fields["offset"] % len(OFFSETS)], ":z": _colon(OFFSETS[fields["offset"] % len(OFFSETS)]), "%": "%",
     }  # fmt: skip
-    return re.sub(r"%(3f|:z|-[mdH]|[YymdHIMSfpbBaAjzZ%])", lambda m: values[m.group(1)], fmt)
+    return re.sub(r"%(3f|:z|-[mdHIMSyj]|[YymdHIMSfpbBaAjzZ%])", lambda m: values[m.group(1)], fmt)
 
 
 def _fields(rng: random.Random) -> dict[str, int]:

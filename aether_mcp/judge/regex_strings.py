@@ -21,6 +21,8 @@ from typing import Any
 
 RE_FUNCTIONS = {"compile", "match", "search", "fullmatch", "findall", "finditer", "sub", "subn", "split"}
 MAX_PATTERNS = 12
+MAX_WIDTH = 200  # a pattern whose shortest match is longer is left out (drawing from it would be slow and say little)
+FLAG_LETTERS = {"I": "i", "IGNORECASE": "i", "M": "m", "MULTILINE": "m", "S": "s", "DOTALL": "s", "X": "x", "VERBOSE": "x", "A": "a", "ASCII": "a"}
 EXTRA_REPEATS = 6  # a repeat draws between its least count and this many more
 PRINTABLE = string.ascii_letters + string.digits + string.punctuation + " "
 CATEGORIES = {
@@ -55,13 +57,24 @@ def mine_patterns(source: str) -> list[str]:
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)
         ):
-            pattern = node.args[0].value
+            pattern = _with_flags(node.args[0].value, node)
             try:
+                if sre_parse.parse(pattern).getwidth()[0] > MAX_WIDTH:
+                    continue
                 draw(pattern, random.Random(0))
-            except (re.error, Unsupported, RecursionError, ValueError):
+            except (re.error, Unsupported, RecursionError, ValueError, OverflowError):
                 continue
             found[pattern] = None
     return list(found)[:MAX_PATTERNS]
+
+
+def _with_flags(pattern: str, call: ast.Call) -> str:
+    """`pattern` with the flags the call passes (re.I, re.VERBOSE | re.DOTALL, flags=re.X) written into it, as (?ix)."""
+    passed = [k.value for k in call.keywords if k.arg == "flags"]
+    if call.func.attr in ("compile", "match", "search", "fullmatch", "findall", "finditer", "split") and len(call.args) > 1:  # type: ignore[attr-defined]
+        passed.append(call.args[1] if call.func.attr == "compile" else call.args[-1] if len(call.args) > 2 else call.args[1])  # type: ignore[attr-defined]
+    letters = {FLAG_LETTERS[node.attr] for flag in passed for node in ast.walk(flag) if isinstance(node, ast.Attribute) and node.attr in FLAG_LETTERS}
+    return f"(?{''.join(sorted(letters))}){pattern}" if letters else pattern
 
 
 def matching_string(patterns: list[str], rng: random.Random) -> str:

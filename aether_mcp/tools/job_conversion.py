@@ -124,6 +124,12 @@ def apply_conversion(root: SandboxRoot, workspace: str, candidate: str) -> Apply
 def convert_source(text: str, udf: Any, kind: str, module_name: str) -> tuple[str, tuple[int, int], list[int]]:
     """(the job's source with the UDF's definition replaced, the lines replaced, call-site lines rewritten)."""
     tree = ast.parse(text)
+    if udf.form.endswith("(...)(...)"):
+        raise ToolError(
+            f"{udf.name} is made by an inline factory call ({udf.form} at {udf.source}:{udf.source_line}), which no statement of the job defines, so "
+            "apply_conversion has nothing to replace. Give the factory's result a name in the job (fee = make_fee(0.029)) and call that, then "
+            "init_workspace that name and verify your candidate there (copy candidate/ across); or wire the candidate by hand from the report."
+        )
     statement = _definition(tree, udf)
     if statement is None:
         raise ToolError(f"cannot find {udf.name}'s definition ({udf.form}) at {udf.source}:{udf.source_line} any more; the job changed since init_workspace. Start a new workspace from the job as it is.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,13 +82,16 @@ def derive(
     text, tree = extraction.read_source(source_path, shown)
     modules = LocalModules(root.path)
     notes: list[str] = []
+    found = extraction.find_udfs(tree, modules.tree_reader(source_path))
     try:
-        definition = extraction.select_udf(extraction.find_udfs(tree, modules.tree_reader(source_path)), udf, shown)
+        definition = extraction.select_udf(found, udf, shown)
     except ToolError:
         # `from udfs import clean_name` where udfs.py defines the UDF: the workspace's source is that module
         elsewhere = extraction.udf_module(tree, udf, source_path, modules)
         if elsewhere is None:
-            _refuse_a_factory(root, tree, udf, shown)
+            wanted = udf.partition(":")[0].strip()
+            if not any(wanted == d.name or wanted in d.aliases for d in found):  # not found, rather than ambiguous
+                _refuse_a_factory(root, tree, udf, shown)
             raise
         job_shown, source_path, shown = shown, elsewhere, root.relative(elsewhere)
         text, tree = extraction.read_source(source_path, shown)
@@ -143,7 +147,7 @@ def _refuse_a_factory(root: SandboxRoot, tree: ast.Module, udf: str, shown: str)
     name = udf.partition(":")[0].strip()
     if factory_named(tree, name) is None:
         return
-    sites = call_sites([(shown, text) for shown, _, text in _project_files(root, name.rpartition(".")[2])], name)
+    sites = call_sites([(shown, text) for shown, _, text in _project_files(root, name.rpartition(".")[2])[0]], name)
     raise ToolError(
         f"{name!r} in {shown} is a UDF factory: it returns a UDF, made when it is called. init_workspace takes the UDF a call with literal "
         f"arguments makes: point source at the file with the call and pass the name the result is given (fee = {name}(2.5) gives udf='fee'), "
@@ -152,14 +156,26 @@ def _refuse_a_factory(root: SandboxRoot, tree: ast.Module, udf: str, shown: str)
     )
 
 
-def _project_files(root: SandboxRoot, mentioning: str) -> list[tuple[str, Path, str]]:
-    """(shown, path, text) of the Python files under the root whose text mentions `mentioning`, in a stable order.
+SKIPPED_FOLDERS = {"aether_workspaces", "__pycache__", "node_modules", "venv", "site-packages", "tests", "test"}
+MAX_FOLDERS = 2000
+MAX_CALLER_FILES = 200
 
-    At most 2,000 folders are looked in (a root may be large); hidden folders, virtual environments and workspaces are skipped."""
+
+def _project_files(root: SandboxRoot, mentioning: str) -> tuple[list[tuple[str, Path, str]], bool]:
+    """(shown, path, text) of the job files under the root whose text mentions `mentioning`, in a stable order, and
+    whether every folder was looked in (at most MAX_FOLDERS are: a root may be large).
+
+    Left out: hidden folders, virtual environments, test folders and test files (their calls are not the job's),
+    and every workspace (a folder holding aether.toml), whose files an agent writes."""
     found = []
     for seen, (folder, subfolders, names) in enumerate(os.walk(root.path)):
-        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in {"aether_workspaces", "__pycache__", "node_modules", "venv", "site-packages"})
-        for file_name in sorted(n for n in names if n.endswith(".py")):
+        if seen >= MAX_FOLDERS:
+            return found, False
+        if "aether.toml" in names:
+            subfolders[:] = []
+            continue
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in SKIPPED_FOLDERS)
+        for file_name in sorted(n for n in names if n.endswith(".py") and not n.startswith("test_") and not n.endswith("_test.py") and n != "conftest.py"):
             path = Path(folder) / file_name
             try:
                 text = path.read_text(encoding="utf-8")
@@ -167,28 +183,39 @@ def _project_files(root: SandboxRoot, mentioning: str) -> list[tuple[str, Path, 
                 continue
             if mentioning in text:
                 found.append((root.relative(path), path, text))
-        if seen >= 2000:
-            break
-    return found
+    return found, True
 
 
 def _callers(root: SandboxRoot, modules: LocalModules, source_path: Path, udf_name: str) -> list[tuple[str, ast.Module, set[str]]]:
-    """The project's other files that import UDF `udf_name` from `source_path`, each with the names they import it as."""
+    """The project's other files that import UDF `udf_name` from `source_path`, each with the names they import it as.
+
+    Empty (so only the defining file's calls count, as before) unless every reference to the UDF in those files is a
+    direct call: a file that passes it on as a value, registers it, or reads it as an attribute of the module
+    (`udfs.fee(...)`) may call it with anything, and so may a file in a folder the walk did not reach."""
+    files, complete = _project_files(root, udf_name)
+    if not complete or len(files) > MAX_CALLER_FILES:  # parsing them all would take long: nothing is narrowed
+        return []
     callers = []
-    for shown, path, text in _project_files(root, udf_name):
-        if path.resolve() == source_path.resolve():
+    target = source_path.resolve()
+    mention = re.compile(rf"\b{re.escape(udf_name)}\b")
+    for shown, path, text in files:
+        if path.resolve() == target or not mention.search(text):
             continue
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
             continue
-        names = {
-            alias.asname or alias.name
-            for statement in tree.body
-            if isinstance(statement, ast.ImportFrom) and modules.find(path, statement.module, statement.level) == source_path.resolve()
-            for alias in statement.names
-            if alias.name == udf_name
-        }
+        names, module_names = set(), set()
+        for statement in ast.walk(tree):
+            if isinstance(statement, ast.ImportFrom) and modules.find(path, statement.module, statement.level) == target:
+                names |= {alias.asname or alias.name for alias in statement.names if alias.name == udf_name}
+            elif isinstance(statement, ast.Import):
+                module_names |= {alias.asname or alias.name for alias in statement.names if modules.find(path, alias.name, 0) == target}
+        if any(isinstance(node, ast.Attribute) and node.attr == udf_name and isinstance(node.value, ast.Name) and node.value.id in module_names for node in ast.walk(tree)):
+            return []
+        called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+        if any(isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load) and id(node) not in called for node in ast.walk(tree)):
+            return []
         if names:
             callers.append((shown, tree, names))
     return callers
