@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from aether_mcp.extraction.definitions import UDF_FACTORIES, last_name
+from aether_mcp.extraction.definitions import UDF_FACTORIES, UdfDefinition, dotted, last_name
 
 
 def returned_udf(factory: ast.FunctionDef) -> tuple[ast.Call, ast.FunctionDef | ast.Lambda | None] | None:
@@ -103,3 +103,11 @@ def call_sites(files: list[tuple[str, str]], name: str, most: int = 3) -> list[s
                 if len(found) >= most:
                     return found
     return found
+
+
+def factory_function_name(definition: UdfDefinition) -> str:
+    """The name a factory's plain function takes in original/udf.py: its own, or for a static method `_Class_method`
+    (so it shadows no module-level name the factory itself reads)."""
+    assert definition.factory is not None and definition.factory_call is not None
+    func = definition.factory_call.func
+    return "_" + dotted(func).replace(".", "_") if isinstance(func, ast.Attribute) else definition.factory.name

@@ -14,8 +14,8 @@ from pathlib import Path
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.extraction.arguments import arguments_of, literal_arguments
-from aether_mcp.extraction.definitions import SPARK_STATE_MARKERS, ExtractedUdf, ImportedName, UdfDefinition, dotted, imported_name, read_source
-from aether_mcp.extraction.factories import factory_kind, unwrapped_factory
+from aether_mcp.extraction.definitions import SPARK_STATE_MARKERS, ExtractedUdf, ImportedName, UdfDefinition, imported_name, read_source
+from aether_mcp.extraction.factories import factory_function_name, factory_kind, unwrapped_factory
 from aether_mcp.extraction.finder import find_spark_conf, find_udfs
 from aether_mcp.extraction.local_modules import LocalModules
 
@@ -401,14 +401,6 @@ def _module_names(file: SourceFile) -> set[str]:
 
 def _import_text(imported: ImportedName) -> str:
     return f"from {'.' * imported.level}{imported.module or ''} import {imported.name}"
-
-
-def factory_function_name(definition: UdfDefinition) -> str:
-    """The name a factory's plain function takes in original/udf.py: its own, or for a static method `_Class_method`
-    (so it shadows no module-level name the factory itself reads)."""
-    assert definition.factory is not None and definition.factory_call is not None
-    func = definition.factory_call.func
-    return "_" + dotted(func).replace(".", "_") if isinstance(func, ast.Attribute) else definition.factory.name
 
 
 def _function_code(definition: UdfDefinition, lines: list[str]) -> str:
