@@ -130,6 +130,33 @@ async def test_init_workspace_and_status(client, root):
     assert "is not an aether-mcp workspace (no aether.toml); give the folder init_workspace created" in text
 
 
+async def test_init_workspace_follows_factories_literals_and_local_modules_across_the_project_through_the_protocol(client, root):
+    import shutil
+
+    shapes = Path(__file__).parent / "shapes"
+    for name in ("static_factory", "cross_file_factory"):
+        shutil.copytree(shapes / name, root.path / name, ignore=shutil.ignore_patterns("candidate*.py", "__pycache__"))
+    # a class's static method as the factory, and a factory in another file of the project (item 4)
+    static = await ok(client, "init_workspace", source="static_factory/job.py", udf="score_0_100", arg_types={"value": "double"})
+    assert static["udf"]["form"] == "score_0_100 = CommonUdf.Clamp(...)"
+    crossed = await ok(client, "init_workspace", source="cross_file_factory/job.py", udf="card_fee", arg_types={"amount": "double"})
+    assert crossed["udf"]["form"] == "card_fee = make_fee(...)" and any("cross_file_factory/fees.py" in note for note in crossed["notes"])
+    text = await refused(client, "init_workspace", source="cross_file_factory/fees.py", udf="make_fee")
+    assert "'make_fee' in cross_file_factory/fees.py is a UDF factory" in text and "cross_file_factory/job.py:5: make_fee(0.029)" in text
+    # literal arguments read from the calls in the project's other files (item 5)
+    (root.path / "rates.py").write_text("from pyspark.sql.functions import udf\n\n\n@udf('double')\ndef taxed(amount: float, rate: float) -> float:\n    return None if amount is None else amount * (1 + rate)\n")
+    (root.path / "billing.py").write_text("from pyspark.sql import functions as F\n\nfrom rates import taxed\n\n\ndef run(df):\n    return df.select(taxed(F.col('amount'), F.lit(0.2)))\n")
+    taxed = await ok(client, "init_workspace", source="billing.py", udf="taxed")
+    assert {a["name"]: a["values"] for a in taxed["udf"]["args"]} == {"amount": None, "rate": [0.2]}
+    assert any(note.startswith("drawn only from the literals the job passes: rate = 0.2 (billing.py:7)") for note in taxed["notes"])
+    # a star-imported module of the project that is not where the job imports it from (item 3)
+    (root.path / "lib").mkdir()
+    (root.path / "lib" / "bands.py").write_text("ADULT = 'adult'\n")
+    (root.path / "ages.py").write_text("from pyspark.sql.functions import udf\n\nfrom bands import *\n\n\n@udf('string')\ndef band(age: int) -> str:\n    return ADULT\n")
+    text = await refused(client, "init_workspace", source="ages.py", udf="band")
+    assert "reads ADULT from `from bands import *` in ages.py" in text and "lib/bands.py exists" in text
+
+
 async def test_file_tools(client):
     ws = await new_workspace(client)
     written = await ok(client, "write_file", workspace=ws, path="candidate/fee.py", content="TARGET = 'sql'\n")
