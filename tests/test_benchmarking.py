@@ -337,7 +337,7 @@ def test_extra_rounds_stop_at_the_precision_the_budget_or_the_round_limit():
     from aether_mcp.confined.bench_runner import _more_rounds
     from aether_mcp.tools.benchmarking import precision_request
 
-    def run(first: list[tuple[float, float]], later: list[tuple[float, float]], precision: float, budget_s: float | None):
+    def run(first: list[tuple[float, float]], later: list[tuple[float, float]], precision: float, budget_s: float | None, threshold: float | None = None):
         runs = {"original": [o for o, _ in first], "candidate": [c for _, c in first]}
         feed = iter(later)
         added = []
@@ -348,7 +348,7 @@ def test_extra_rounds_stop_at_the_precision_the_budget_or_the_round_limit():
             runs["candidate"].append(candidate)
             added.append(index)
 
-        ended = _more_rounds(precision_request(("original", "candidate"), precision, budget_s), runs, {}, {"warmup": 1, "repeats": len(first)}, one_round)
+        ended = _more_rounds(precision_request(("original", "candidate"), precision, budget_s, threshold), runs, {}, {"warmup": 1, "repeats": len(first)}, one_round)
         return ended, added
 
     steady = [(2.0, 1.0), (2.02, 1.0), (1.98, 1.0)]
@@ -368,6 +368,14 @@ def test_extra_rounds_stop_at_the_precision_the_budget_or_the_round_limit():
     # an impossible precision with time to spare stops at the round limit
     ended, added = run(noisy, [(2.0 + i % 2, 1.0) for i in range(100)], 0.0001, 10_000)
     assert ended["by"] == "max_repeats" and len(noisy) + len(added) == precision_request(("a", "b"), 0.1, None)["max_repeats"]
+    # a decision's line (try_optimization's 1 + min_gain): an interval wholly above it needs no more rounds, however wide
+    ended, added = run(noisy, [], 0.0001, 600, threshold=1.03)
+    assert ended["by"] == "decided" and added == [] and "lies wholly above 1.030 after 3 rounds" in ended["detail"]
+    # one that straddles it gets rounds until it lies on one side (a real 1.3x gain here), where precision alone would have stopped
+    straddling = [(1.0, 1.0), (1.5, 1.0), (0.9, 1.0), (1.3, 1.0)]
+    assert run(straddling, [], 0.5, 600)[0]["by"] == "precision"
+    ended, added = run(straddling, [(1.3, 1.0)] * 40, 0.5, 600, threshold=1.03)
+    assert ended["by"] == "decided" and 1 <= len(added) < 40 and "above" in ended["detail"]
 
 
 # Each timed run of time_cached must evaluate the target on every row anew: a run that found its output cached

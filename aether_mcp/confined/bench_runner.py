@@ -144,7 +144,8 @@ MIN_PRECISION_ROUNDS = 3  # fewer rounds give an interval that says nothing abou
 
 
 def _more_rounds(precision: dict[str, Any], runs: dict[str, list[float]], failed: dict[str, str], request: dict[str, Any], one_round: Callable[[int], None]) -> dict[str, Any]:
-    """Rounds after the asked-for ones until the speedup's 95% interval is narrow enough, the time budget is spent, or the round limit is hit."""
+    """Rounds after the asked-for ones until the speedup's 95% interval is narrow enough (or, given a decision's threshold, lies
+    wholly on one side of it), the time budget is spent, or the round limit is hit."""
     from aether_mcp.bench_stats import bootstrap_paired_ci, paired_speedup
 
     slow, fast = precision["pair"]
@@ -162,7 +163,11 @@ def _more_rounds(precision: dict[str, Any], runs: dict[str, list[float]], failed
         speedup = paired_speedup(runs[slow][:rounds], runs[fast][:rounds])
         low, high = bootstrap_paired_ci(runs[slow][:rounds], runs[fast][:rounds])
         half = (high - low) / 2 / speedup if speedup > 0 else float("inf")
-        if rounds >= MIN_PRECISION_ROUNDS and half <= wanted:
+        line = precision.get("threshold")  # a decision's line (try_optimization's 1 + min_gain): rounds go on while the interval straddles it
+        if line is not None and rounds >= MIN_PRECISION_ROUNDS and not low <= float(line) <= high:
+            where = "above" if low > float(line) else "below"
+            return {"by": "decided", "detail": f"the 95% interval ({low:.3f}-{high:.3f}) lies wholly {where} {float(line):.3f} after {rounds} rounds", "half_width": round(half, 4)}
+        if line is None and rounds >= MIN_PRECISION_ROUNDS and half <= wanted:
             return {"by": "precision", "detail": f"the 95% interval's half-width is {half:.1%} of the speedup after {rounds} rounds (asked: at most {wanted:.0%})", "half_width": round(half, 4)}
         per_round = sum(runs[label][-1] for label in runs if runs[label] and label not in failed)
         if time.monotonic() - started + per_round > budget:

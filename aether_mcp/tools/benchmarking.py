@@ -211,11 +211,12 @@ def run_benchmark(
     return result
 
 
-def precision_request(pair: tuple[str, str], precision: float, time_budget_s: float | None) -> dict[str, Any]:
-    """What the benchmark application needs to add rounds until the speedup of pair[0] over pair[1] is known to +/- `precision`.
+def precision_request(pair: tuple[str, str], precision: float, time_budget_s: float | None, threshold: float | None = None) -> dict[str, Any]:
+    """What the benchmark application needs to add rounds until the speedup of pair[0] over pair[1] is known to +/- `precision`
+    (with `threshold`: until its interval lies wholly above or below it, as a decision needs).
 
     budget_s None: the application gives the extra rounds as long as the asked-for ones took, at most AUTO_BUDGET_CAP_S."""
-    return {"pair": list(pair), "half_width": precision, "budget_s": time_budget_s, "auto_cap_s": AUTO_BUDGET_CAP_S, "max_repeats": MAX_ROUNDS}
+    return {"pair": list(pair), "half_width": precision, "budget_s": time_budget_s, "auto_cap_s": AUTO_BUDGET_CAP_S, "max_repeats": MAX_ROUNDS, "threshold": threshold}
 
 
 def _ended_text(raw: dict[str, Any]) -> str:

@@ -132,7 +132,7 @@ def try_optimization(
         try:
             run_folder, raw = _run_application(
                 opened, f"candidate:{name}", data.path,
-                {"modes": ["best", "candidate"], "repeats": repeats, "warmup": 1, "precision": precision_request(("best", "candidate"), DEFAULT_PRECISION, None)},
+                {"modes": ["best", "candidate"], "repeats": repeats, "warmup": 1, "precision": precision_request(("best", "candidate"), DEFAULT_PRECISION, None, threshold=1 + min_gain)},
                 None, timeout_s, cancel, report, resolved, best=folder,
             )
         except ToolError as exc:
