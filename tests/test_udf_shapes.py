@@ -401,6 +401,11 @@ def test_literal_arguments_are_read_from_the_calls_in_the_projects_other_files_a
     (tmp_path / "daily.py").write_text("import udfs\nfrom pyspark.sql import functions as F\n\ndef run(df):\n    return df.select(udfs.scaled(F.col('x'), F.col('f')))\n")
     opened = workspaces.init_workspace(root, "job.py", "scaled", workspace="opened")
     assert {a.name: a.values for a in opened.udf.args} == {"x": None, "factor": None, "offset": None}
+    # the statement that makes a UDF of a function reads that function: it is not passed on, and the literal still counts
+    wrapped = "from pyspark.sql import functions as F\nfrom pyspark.sql.functions import udf\n\n\ndef fee(amount, rate):\n    return amount * rate\n\n\nfee_udf = udf(fee, 'double')\n\n\ndef main(df):\n    df.select(fee_udf(F.col('a'), F.lit(0.5)))\n"
+    (tmp_path / "fees_job.py").write_text(wrapped)
+    made = workspaces.init_workspace(root, "fees_job.py", "fee_udf", arg_types={"amount": "double", "rate": "double"})
+    assert {a.name: a.values for a in made.udf.args} == {"amount": None, "rate": [0.5]}
 
 
 def test_a_factory_called_with_anything_but_literals_is_refused_saying_why(tmp_path):

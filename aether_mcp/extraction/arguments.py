@@ -26,7 +26,10 @@ def literal_arguments(tree: ast.Module, definition: UdfDefinition, count: int, c
     if not found or any(call.keywords or any(isinstance(a, ast.Starred) for a in call.args) for _, call in found):
         return {}
     called = {id(call.func) for _, call in found}
-    if any(isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load) and id(node) not in called for node in ast.walk(tree)):
+    # the statement that makes the UDF reads its function (`fee_udf = udf(fee, ...)`): that is no passing on
+    own = next((s for s in ast.walk(tree) if isinstance(s, ast.stmt) and s.lineno == definition.line), None)
+    making = {id(n) for n in ast.walk(own)} if own is not None else set()
+    if any(isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load) and id(node) not in called | making for node in ast.walk(tree)):
         return {}  # passed on as a value (g = fee, spark.udf.register("x", fee)): whoever gets it may call it with anything
     # a row UDF called with fewer columns runs with the defaults; a pandas UDF would get a scalar there, not a column
     defaults = _constant_defaults(definition.function, count) if definition.kind == "row" else {}
