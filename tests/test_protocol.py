@@ -496,3 +496,28 @@ async def test_the_spark_workers_start_and_warm_up_in_the_background_as_the_serv
             assert pool.starts == 2  # one of each, side by side
     finally:
         pool.close()
+
+
+@pytest.mark.slow
+async def test_a_candidate_takes_the_jobs_constants_as_judged_and_the_converted_job_gets_the_same_through_the_protocol(client, root):
+    import shutil
+
+    shape = Path(__file__).parent / "shapes" / "local_module_constant"
+    shutil.copytree(shape, root.path / "salaries", ignore=shutil.ignore_patterns("candidate*.py", "__pycache__"))
+    ws = (await ok(client, "init_workspace", source="salaries/job.py", udf="strip_salary"))["workspace"]
+    # `from patterns import SALARY_RE`: the job's own compiled pattern, beside the job
+    await ok(client, "write_file", workspace=ws, path="candidate/strip.py", content=(shape / "candidate.py").read_text())
+    compared = await ok(client, "byte_compare", workspace=ws, candidate="strip", hidden_rows=1000)
+    assert compared["equal"] is True and compared["rows_compared"] >= 1000, compared["mismatches"][:3]
+    audited = await ok(client, "audit_candidate", workspace=ws, candidate="strip", hidden_rows=1000)
+    assert audited["verdict"].startswith("PASS"), audited["reasons"]
+    await ok(client, "apply_conversion", workspace=ws, candidate="strip")
+    module = (root.path / "salaries" / "strip_salary_strip.py").read_text()
+    assert "from patterns import" not in module and "SALARY_RE = _aether_job_re.compile('[$,]')" in module
+    assert "inlined as judged (salaries/patterns.py)" in module.splitlines()[0]
+    # the module itself is refused saying what to write instead, and the server stays up
+    whole = 'import patterns\n\nTARGET = "vectorized"\n\n\ndef evaluate(text):\n    return text.str.replace(patterns.SALARY_RE, "", regex=True)\n'
+    await ok(client, "write_file", workspace=ws, path="candidate/whole.py", content=whole)
+    text = await refused(client, "byte_compare", workspace=ws, candidate="whole", hidden_rows=1000)
+    assert "line 1 imports the job's module patterns (salaries/patterns.py) whole" in text and "from patterns import NAME" in text
+    assert (await ok(client, "workspace_status", workspace=ws))["workspace"] == ws

@@ -22,7 +22,7 @@ from typing import Any
 
 from aether_mcp.processes import confinement, subprocess_runner
 from aether_mcp.processes.confinement import ConfinementStatus
-from aether_mcp.workspace import CANDIDATE_DIR, ORIGINAL_MODULE, Workspace, state_home
+from aether_mcp.workspace import CANDIDATE_DIR, ORIGINAL_MODULE, Workspace, job_constants, state_home
 from aether_mcp.workspace.candidates import candidate_path
 
 MAX_COPIED_BYTES = 512 * 1024 * 1024
@@ -61,7 +61,7 @@ def sources(
         "config": workspace.config.model_dump(mode="json"),
         "target": target,
         "original": {"source": workspace.verified_original(), "filename": str(workspace.path / ORIGINAL_MODULE)},
-        "candidate": {"source": data.decode("utf-8"), "filename": str(path)},
+        "candidate": {"source": job_constants.inline(workspace, data.decode("utf-8"), f"candidate/{name}.py"), "filename": str(path)},
     }
     if best is not None:
         best_data = (best / CANDIDATE_DIR / f"{name}.py").read_bytes()
@@ -71,7 +71,7 @@ def sources(
                 "Restore the best version (revert to its snapshot; list_snapshots shows it), run audit_candidate on it, then try again.",
             )
         # the best version keeps the candidate's own label, so its findings and tracebacks read the same
-        found["best"] = {"source": best_data.decode("utf-8"), "filename": str(path)}
+        found["best"] = {"source": job_constants.inline(workspace, best_data.decode("utf-8"), f"candidate/{name}.py"), "filename": str(path)}
     return found
 
 

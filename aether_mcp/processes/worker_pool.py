@@ -33,7 +33,7 @@ from aether_mcp.processes.confinement import ConfinementStatus
 from aether_mcp.processes.java_runtime import JavaUnavailable, check_java
 from aether_mcp.wire import value_codec
 from aether_mcp.wire.worker_protocol import RequestCancelled, WorkerUnavailable, request
-from aether_mcp.workspace import ORIGINAL_MODULE, SparkConfig, Workspace, state_home
+from aether_mcp.workspace import ORIGINAL_MODULE, SparkConfig, Workspace, job_constants, state_home
 from aether_mcp.workspace.candidates import candidate_path
 
 ROLES = ("reference", "candidate")
@@ -88,6 +88,7 @@ def context(workspace: Workspace, target: str) -> dict[str, Any]:
             source = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise EvaluationFailed("target", f"{target.removeprefix('candidate:')}.py cannot be read ({exc})") from None
+        source = job_constants.inline(workspace, source, f"candidate/{path.name}")  # the job's constants it imports, as the job gets them
         filename = str(path)
     return {"config": workspace.config.model_dump(mode="json"), "target": target, "source": source, "filename": filename}
 

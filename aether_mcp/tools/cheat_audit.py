@@ -40,7 +40,7 @@ from aether_mcp.tools import device_proof
 from aether_mcp.tools.byte_compare import ByteCompareResult, Comparison, byte_compare
 from aether_mcp.tools.device_proof import DeviceActivity
 from aether_mcp.wire.value_codec import Raised
-from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace, candidate_results, deviations, new_run_id
+from aether_mcp.workspace import CANDIDATE_DIR, TESTS_DIR, Workspace, candidate_results, deviations, job_constants, new_run_id
 from aether_mcp.workspace.candidates import BadCandidate, candidate_path, check_target, declared_target
 from aether_mcp.workspace.frozen_tests import freeze_record, require_frozen_tests_intact
 
@@ -240,7 +240,7 @@ def _static_findings(workspace: Workspace, name: str) -> list[AuditFinding]:
     files = [path] + [p for p in cheat_rules.imported_workspace_modules(source, workspace.path / CANDIDATE_DIR, workspace.path) if p != path]
     for file in files:
         try:
-            text = file.read_text(encoding="utf-8")
+            text = job_constants.inline(workspace, file.read_text(encoding="utf-8"), file.relative_to(workspace.path).as_posix())
             found += cheat_rules.check_candidate(text, file.relative_to(workspace.path).as_posix(), kind, case_values, original_values, entry_point)
         except (SyntaxError, UnicodeDecodeError) as exc:
             raise ToolError(f"{file.relative_to(workspace.path)} cannot be parsed ({exc}); fix it and audit again.") from None
@@ -255,7 +255,7 @@ def _job_load_findings(workspace: Workspace, name: str, resolved: Resolved) -> l
     folder = workspace.state_dir / "runs" / new_run_id() / "job-load"
     folder.mkdir(parents=True)
     module = f"{name}.py"
-    request = {"files": {module: path.read_text(encoding="utf-8")}, "job_dir": str(path.parent), "main": module}
+    request = {"files": {module: job_constants.inline(workspace, path.read_text(encoding="utf-8"), f"candidate/{module}")}, "job_dir": str(path.parent), "main": module}
     child = confined_child.run(
         workspace, "aether_mcp.confined.import_check", request, folder=folder, result_name="result.json", timeout_s=IMPORT_TIMEOUT_S, cancel=None, read=[str(path.parent)], env_extra=resolved.env()
     )
@@ -294,7 +294,7 @@ class _AsInTheJob:
         self.file = f"{CANDIDATE_DIR}/{name}.py"
         path = candidate_path(workspace, f"candidate:{name}")
         self.request = {
-            "source": path.read_text(encoding="utf-8"),
+            "source": job_constants.inline(workspace, path.read_text(encoding="utf-8"), self.file),
             "module": f"{workspace.config.udf.name}_{name}",  # the name apply_conversion gives it beside the job
             "args": [arg.name for arg in workspace.config.udf.args],
             "config": workspace.config.model_dump(mode="json"),

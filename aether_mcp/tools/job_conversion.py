@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from aether_mcp.backend import CPU
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import confined_child
-from aether_mcp.workspace import Workspace, new_run_id
+from aether_mcp.workspace import Workspace, job_constants, new_run_id
 from aether_mcp.workspace.candidates import BadCandidate, candidate_path, check_target, declared_target
 
 MARKER = "# Written by aether-mcp apply_conversion"
@@ -87,7 +87,9 @@ def apply_conversion(root: SandboxRoot, workspace: str, candidate: str) -> Apply
     checks = {"parses": "pass", "no_udf_left": no_udf_left(converted, udf)}
     if checks["no_udf_left"] != "pass":
         raise ToolError(f"the converted job still defines a Python UDF for {udf.name}: {checks['no_udf_left']}; nothing was written.")
-    module_text = f"{MARKER} from {opened.path.name}/candidate/{name}.py (sha256 {hashlib.sha256(source.encode()).hexdigest()[:16]})\n{source}"
+    inlined = job_constants.inline(opened, source, f"candidate/{name}.py")  # the job's constants it imports, as they were judged
+    constants = f"; the constants it imports from the job's modules inlined as judged ({', '.join(sorted(opened.config.udf.modules))})" if inlined != source else ""
+    module_text = f"{MARKER} from {opened.path.name}/candidate/{name}.py (sha256 {hashlib.sha256(source.encode()).hexdigest()[:16]}){constants}\n{inlined}"
     converted_text = f"{MARKER}: {udf.source} with {udf.name} replaced by candidate {name} ({kind}); review, then replace the job with it.\n{converted}"
     checks["imports"] = _import_check(opened, job.parent, converted_text, module_name, module_text, converted_path.name)
     if checks["imports"] != "pass":

@@ -1,0 +1,101 @@
+"""A candidate imports the literal constants of the job's own modules: inlined on the import's line, or refused saying why."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+
+from aether_mcp.path_guard import SandboxRoot
+from aether_mcp.tools import workspaces
+from aether_mcp.workspace import Workspace
+from aether_mcp.workspace.job_constants import inline
+
+JOB = """\
+from pyspark.sql.functions import udf
+
+from patterns import CODES, SALARY_RE
+
+
+@udf("string")
+def strip_salary(text: str) -> str:
+    return None if text is None else CODES.get(text, SALARY_RE.sub("", text))
+"""
+PATTERNS = """\
+import re
+
+SALARY_RE = re.compile(r"[$,]", re.I | re.M)
+CODES = {"n/a": None, "none": "0"}
+LIMITS: tuple = (1, 2.5, -3e400)
+MOVED = [1, 2]
+MOVED.append(3)
+COMPUTED = len(CODES)
+
+
+def helper(x):
+    return x
+"""
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    (tmp_path / "job.py").write_text(JOB)
+    (tmp_path / "patterns.py").write_text(PATTERNS)
+    (tmp_path / "other.py").write_text("RATE = 2\n")
+    root = SandboxRoot(tmp_path)
+    return Workspace.open(root, workspaces.init_workspace(root, "job.py", "strip_salary").workspace)
+
+
+CANDIDATE = '''\
+TARGET = "vectorized"
+from patterns import (
+    SALARY_RE,
+    CODES as TABLE,
+)
+from patterns import LIMITS; import math
+
+
+def evaluate(text):
+    return text.map(lambda s: TABLE.get(s, SALARY_RE.sub("", s)) if s is not None else None)
+'''
+
+
+def test_constants_are_inlined_on_the_import_lines_with_the_values_the_module_spells(workspace):
+    expanded = inline(workspace, CANDIDATE, "candidate/c.py")
+    assert len(expanded.splitlines()) == len(CANDIDATE.splitlines())
+    assert expanded.splitlines()[1].startswith("import re as ") and "SALARY_RE = " in expanded.splitlines()[1]
+    assert expanded.splitlines()[5].endswith("; import math") and expanded.splitlines()[9] == CANDIDATE.splitlines()[9]
+    namespace: dict = {}
+    exec(compile(expanded, "c.py", "exec"), namespace)
+    assert namespace["TABLE"] == {"n/a": None, "none": "0"} and namespace["LIMITS"] == (1, 2.5, float("-inf"))
+    assert namespace["SALARY_RE"].pattern == "[$,]" and namespace["SALARY_RE"].flags & re.I and namespace["SALARY_RE"].flags & re.M
+    assert "patterns" not in expanded
+    # nothing to inline: the text comes back as it was
+    plain = 'TARGET = "sql"\nimport math\nfrom pyspark.sql import functions as F\n'
+    assert inline(workspace, plain, "candidate/p.py") is plain
+
+
+@pytest.mark.parametrize(
+    ("line", "refusal"),
+    [
+        ("import patterns", r"line 2 imports the job's module patterns \(patterns.py\) whole.*from patterns import NAME"),
+        ("from patterns import *", r"whole; a candidate may take only its literal constants"),
+        ("def f():\n    from patterns import CODES", r"inside a block; import its constants at the candidate's top level"),
+        ("from other import RATE", r"other.py, a module of the job that the original does not use.*\(patterns.py\)"),
+        ("from patterns import COMPUTED", r"COMPUTED in patterns.py \(line 8\) is not a literal"),
+        ("from patterns import MOVED", r"binds or changes MOVED again at line 7"),
+        ("from patterns import helper", r"does not bind helper at its top level by an assignment"),
+    ],
+)
+def test_what_cannot_be_inlined_is_refused_saying_what_to_do(workspace, line, refusal):
+    with pytest.raises(ToolError, match=refusal):
+        inline(workspace, f'TARGET = "sql"\n{line}\n', "candidate/c.py")
+
+
+def test_a_module_changed_since_init_is_refused(workspace):
+    (workspace.root.path / "patterns.py").write_text(PATTERNS.replace('"0"', '"zero"'))
+    with pytest.raises(ToolError, match=r"patterns.py changed since init_workspace.*run init_workspace again"):
+        inline(workspace, textwrap.dedent('TARGET = "sql"\nfrom patterns import CODES\n'), "candidate/c.py")
