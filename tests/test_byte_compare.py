@@ -293,3 +293,20 @@ def test_a_float_result_reports_its_distance_in_float_ulps(tmp_path, workers):
     values = [m for m in result.mismatches if m.kind == "value"]
     assert not result.equal and values
     assert all(m.ulp_distance is not None and 1 <= m.ulp_distance <= 4 and "float32 ULP apart" in m.detail for m in values), values
+
+
+def test_no_verdict_when_the_original_gives_a_value_on_too_few_compared_rows(tmp_path, workers):
+    # the original returns on every row but gives a value on none of them: a candidate that returns
+    # null everywhere matches it on all 1,000 rows, which proves nothing about the rows that matter
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "rare.py").write_text(
+        "from pyspark.sql.functions import udf\n\n\n@udf('bigint')\ndef root_of_two(n: int) -> int:\n    return None if n is None or n * n != 2 else 1\n"
+    )
+    root = SandboxRoot(tmp_path)
+    ws = workspaces.init_workspace(root, "jobs/rare.py", "root_of_two").workspace
+    files.write_file(root, ws, "candidate/nothing.py", sql("return F.lit(None).cast('bigint')"))
+    result = byte_compare(root, workers, ws, "nothing", hidden_rows=1000)
+    evidence = result.evidence
+    assert evidence.hidden_rows_compared >= 1000 and evidence.hidden_rows_with_a_value == 0 and not result.mismatches
+    assert result.equal is None and not evidence.enough
+    assert "the original gave a value (not null, NaN or empty) on only 0 of them where equal needs 10" in evidence.note, evidence.note

@@ -467,6 +467,7 @@ class _Evidence:
         self.inputs, self.rows, self.expected = inputs, rows, expected
         self.cancel, self.report = cancel, report
         self.required = min(workspace.config.compare.min_compared_rows, requested)
+        self.valued_required = min(workspace.config.compare.min_rows_with_a_value, self.required)
         self.indices: list[int] = []
         self.learned: list[str] = []
 
@@ -476,6 +477,9 @@ class _Evidence:
     def _returned(self, index: int) -> bool:
         return not isinstance(self.expected[index], Raised) and not self.comparison.applied.for_row(self.rows[index])[0]
 
+    def _valued(self, index: int) -> bool:
+        return self._returned(index) and has_value(self.expected[index])
+
     def top_up(self) -> _Evidence:
         """Draw more hidden rows, avoiding what the original raised on, until enough returned (or the budget ends)."""
         started = time.monotonic()
@@ -483,7 +487,8 @@ class _Evidence:
         for _ in range(TOP_UP_ROUNDS):
             hidden = self._hidden()
             have = sum(1 for i in hidden if self._returned(i))
-            if have >= self.required or (self.cancel is not None and self.cancel.is_set()):
+            valued = sum(1 for i in hidden if self._valued(i))
+            if (have >= self.required and valued >= self.valued_required) or (self.cancel is not None and self.cancel.is_set()):
                 break
             if time.monotonic() - started > TOP_UP_BUDGET_S or len(self.indices) >= TOP_UP_MAX_ROWS:
                 break
@@ -491,9 +496,11 @@ class _Evidence:
             self.learned = regions.describe(names)
             allowed = [i for i in hidden if regions.allows(self.rows[i])]
             share = sum(1 for i in allowed if self._returned(i)) / len(allowed) if allowed else (0.5 if regions.learned else 0.0)
-            if share == 0.0:
-                break  # nothing returned, and nothing learned to avoid: more of the same would not return either
-            wanted = min(TOP_UP_MAX_ROWS - len(self.indices), int((self.required - have) / share * 1.3) + 10)
+            valued_share = sum(1 for i in allowed if self._valued(i)) / len(allowed) if allowed else share
+            if share == 0.0 or (have >= self.required and valued_share == 0.0):
+                break  # nothing returned (or gave a value), and nothing learned to avoid: more of the same would not either
+            missing = max((self.required - have) / share, (self.valued_required - valued) / valued_share if valued_share else 0.0)
+            wanted = min(TOP_UP_MAX_ROWS - len(self.indices), int(missing * 1.3) + 10)
             drawn: list[list[Any]] = []
             tried = 0
             while len(drawn) < wanted and tried < wanted * TOP_UP_POOL_FACTOR:
@@ -502,7 +509,7 @@ class _Evidence:
                 drawn += [row for row in pool if regions.allows(row)][: wanted - len(drawn)]
             if not drawn:
                 break
-            self.report(1, 4, f"the original returned on {have} of {len(hidden)} hidden rows; drawing {len(drawn)} more" + (f" avoiding {'; '.join(self.learned)}" if self.learned else ""))
+            self.report(1, 4, f"the original returned on {have} of {len(hidden)} hidden rows ({valued} with a value); drawing {len(drawn)} more" + (f" avoiding {'; '.join(self.learned)}" if self.learned else ""))
             outputs = self.comparison.workers.evaluate("reference", self.workspace, "original", drawn, typed=True, cancel=self.cancel).outputs
             first = len(self.rows)
             self.inputs += [("hidden", row) for row in drawn]
@@ -531,9 +538,16 @@ class _Evidence:
     def evidence(self, compared: int) -> Evidence:
         hidden = self._hidden()
         raised = sum(1 for i in hidden if isinstance(self.expected[i], Raised))
-        enough = compared >= self.required
+        valued = sum(1 for i in hidden if not isinstance(self.expected[i], Raised) and has_value(self.expected[i]))
+        enough = compared >= self.required and valued >= self.valued_required
         if enough:
             note = f"equal needs {self.required} compared hidden rows on which the original returned; {compared} were compared"
+        elif compared >= self.required:
+            note = (
+                f"too little evidence: {compared} hidden rows compared, but the original gave a value (not null, NaN or empty) on only {valued} of "
+                f"them where equal needs {self.valued_required}: a candidate that returns nothing would look equal. Check the argument types "
+                "in aether.toml, or give the arguments values the UDF acts on (record_cases shows which do)"
+            )
         elif compared == 0 and hidden and raised == len(hidden):
             note = (
                 f"no evidence: the original raised on {raised} of {len(hidden)} hidden rows, so nothing could be compared. "
@@ -548,8 +562,7 @@ class _Evidence:
         long_rows, longer_rows = (sum(1 for i in hidden if longest_string(self.rows[i]) > size) for size in (64, 256))
         if long_rows:
             note += f"; {long_rows} hidden rows had a string argument over 64 characters ({longer_rows} over 256)"
-        valued = sum(1 for i in hidden if not isinstance(self.expected[i], Raised) and has_value(self.expected[i]))
-        if compared and valued < compared // 10:
+        if enough and valued < compared // 10:
             note += f"; only {valued} of the {compared} compared rows gave a value (not null, NaN or empty): record_cases with rows that do"
         if self.indices:
             note += f"; {len(self.indices)} extra rows were drawn" + (f" avoiding {'; '.join(self.learned)}" if self.learned else "")

@@ -83,6 +83,7 @@ class CompareConfig(BaseModel):
     floats: Literal["exact", "ulp"] = "exact"
     ulp_tolerance: int = Field(0, ge=0, description="floats this many ULPs apart count as equal; a declared deviation")
     min_compared_rows: int = Field(1000, ge=1, description="hidden rows on which the original returned that equal needs (or every requested row, if fewer were requested)")
+    min_rows_with_a_value: int = Field(10, ge=0, description="of those, rows on which the original gave a value (not null, NaN or empty) that equal needs")
 
 
 class TestsConfig(BaseModel):
