@@ -40,13 +40,17 @@ def helper(x):
 """
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Workspace:
+def _workspace(tmp_path: Path, patterns: str = PATTERNS) -> Workspace:
     (tmp_path / "job.py").write_text(JOB)
-    (tmp_path / "patterns.py").write_text(PATTERNS)
+    (tmp_path / "patterns.py").write_text(patterns)
     (tmp_path / "other.py").write_text("RATE = 2\n")
     root = SandboxRoot(tmp_path)
     return Workspace.open(root, workspaces.init_workspace(root, "job.py", "strip_salary").workspace)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    return _workspace(tmp_path)
 
 
 CANDIDATE = '''\
@@ -86,7 +90,10 @@ def test_constants_are_inlined_on_the_import_lines_with_the_values_the_module_sp
         ("def f():\n    from patterns import CODES", r"inside a block; import its constants at the candidate's top level"),
         ("from other import RATE", r"other.py, a module of the job that the original does not use.*\(patterns.py\)"),
         ("from patterns import COMPUTED", r"COMPUTED in patterns.py \(line 8\) is not a literal"),
-        ("from patterns import MOVED", r"binds or changes MOVED again at line 7"),
+        ("from patterns import MOVED", r"uses MOVED at line 7 in a way that could change it"),
+        ("from patterns import LIMITS as TARGET", r"binds TARGET from the job module"),
+        ("from patterns import LIMITS as L, CODES as L", r"binds L twice"),
+        ("from patterns import LIMITS\nLIMITS = ()", r"imports LIMITS, which the candidate binds again at line 3"),
         ("from patterns import helper", r"does not bind helper at its top level by an assignment"),
     ],
 )
@@ -99,3 +106,32 @@ def test_a_module_changed_since_init_is_refused(workspace):
     (workspace.root.path / "patterns.py").write_text(PATTERNS.replace('"0"', '"zero"'))
     with pytest.raises(ToolError, match=r"patterns.py changed since init_workspace.*run init_workspace again"):
         inline(workspace, textwrap.dedent('TARGET = "sql"\nfrom patterns import CODES\n'), "candidate/c.py")
+
+
+@pytest.mark.parametrize(
+    ("module", "refusal"),
+    [
+        ("S = {'a', 'b'}\nS.difference_update({'b'})\n", r"uses S at line \d+ in a way that could change it"),
+        ("S = {'k': 1}\n\n\ndef add(d):\n    d['x'] = 2\n\n\nadd(S)\n", r"uses S at line \d+ in a way that could change it"),
+        ("S = {'a': 1}\nB = S\nB['b'] = 2\n", r"uses S at line \d+ in a way that could change it"),
+        ("S = 5\nmatch 7:\n    case S:\n        pass\n", r"binds or changes S again at line \d+"),
+        ("S = 1\ntry:\n    pass\nexcept ValueError as S:\n    pass\n", r"binds or changes S again"),
+        ("S = 1\nglobals()['S'] = 2\n", r"reaches names by a string or through its namespace at line \d+"),
+        ("S = 0x" + "f" * 4000 + "\n", r"S in patterns.py cannot be written back as text"),
+    ],
+    ids=["set_method", "passed_to_a_function", "aliased", "match_capture", "except_as", "globals", "too_long_to_write"],
+)
+def test_a_module_value_known_only_by_running_the_module_is_refused(tmp_path, module, refusal):
+    workspace = _workspace(tmp_path, PATTERNS + module)
+    with pytest.raises(ToolError, match=refusal):
+        inline(workspace, 'TARGET = "sql"\nfrom patterns import S\n', "candidate/c.py")
+
+
+def test_lines_are_counted_as_python_counts_them(workspace):
+    # a form feed or a line separator inside a comment ends no line for Python's parser
+    source = 'TARGET = "sql"\n\x0c\nx = 1  # \u2028 note\nfrom patterns import LIMITS\ny = LIMITS\n'
+    expanded = inline(workspace, source, "candidate/c.py")
+    assert expanded.split("\n")[3] == "LIMITS = (1, 2.5, -1e309)" and "patterns" not in expanded
+    namespace: dict = {}
+    exec(compile(expanded, "c.py", "exec"), namespace)
+    assert namespace["y"] == (1, 2.5, float("-inf"))

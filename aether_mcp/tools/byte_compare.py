@@ -543,11 +543,7 @@ class _Evidence:
         if enough:
             note = f"equal needs {self.required} compared hidden rows on which the original returned; {compared} were compared"
         elif compared >= self.required:
-            note = (
-                f"too little evidence: {compared} hidden rows compared, but the original gave a value (not null, NaN or empty) on only {valued} of "
-                f"them where equal needs {self.valued_required}: a candidate that returns nothing would look equal. Check the argument types "
-                "in aether.toml, or give the arguments values the UDF acts on (record_cases shows which do)"
-            )
+            note = f"too little evidence: {compared} hidden rows compared, but the original gave a value (not null, NaN or empty) on only {valued} of them where equal needs {self.valued_required}: a candidate that returns nothing would look equal. Check the argument types in aether.toml, or give the arguments values the UDF acts on (record_cases shows which do)"
         elif compared == 0 and hidden and raised == len(hidden):
             note = (
                 f"no evidence: the original raised on {raised} of {len(hidden)} hidden rows, so nothing could be compared. "

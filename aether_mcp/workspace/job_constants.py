@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -28,8 +29,14 @@ from aether_mcp import import_policy
 from aether_mcp.extraction.local_modules import LocalModules
 from aether_mcp.workspace import CANDIDATE_DIR, Workspace
 
-# Methods that change a list, dict or set in place: the job's module must not call them on a name it exports.
-MUTATORS = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear", "remove", "discard", "add", "sort", "reverse", "__setitem__", "__delitem__", "__ior__"}
+# Where the module may use a list, dict or set it exports: reads that cannot change it (anything else, a call
+# that takes it or a name that aliases it included, is refused, since the value would be known only by running it).
+READ_METHODS = {"get", "items", "keys", "values", "count", "index", "copy", "issubset", "issuperset", "isdisjoint", "union", "intersection", "difference", "symmetric_difference"}
+READ_BUILTINS = {"len", "sorted", "list", "tuple", "set", "frozenset", "dict", "min", "max", "sum", "any", "all", "enumerate", "zip", "reversed", "str", "repr", "bool", "iter"}
+# A module that reaches its names by a string, or swaps itself out, can change any of them.
+BY_NAME = {"globals", "vars", "setattr", "delattr", "exec", "eval", "__dict__", "modules", "__import__", "__getattr__", "__setattr__"}
+# Names the candidate's contract or the inlined text give a meaning: an import may not bind them.
+RESERVED = {"TARGET", "build", "evaluate"}
 RE_FLAGS = {"A", "ASCII", "I", "IGNORECASE", "L", "LOCALE", "M", "MULTILINE", "S", "DOTALL", "U", "UNICODE", "X", "VERBOSE", "NOFLAG"}
 RE_MODULE = "_aether_job_re"  # the name the inlined `re.compile` reaches `re` by, so that the candidate's own names stay its own
 
@@ -41,7 +48,7 @@ def inline(workspace: Workspace, source: str, shown: str) -> str:
     steps that report syntax errors to say so."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return source
     udf = workspace.config.udf
     modules = LocalModules(workspace.root.path)
@@ -64,10 +71,22 @@ def inline(workspace: Workspace, source: str, shown: str) -> str:
                 raise ToolError(f"{where} imports the job's module {dotted} ({rel}) whole; a candidate may take only its literal constants: write `from {dotted} import NAME`.")
             if id(node) not in top:
                 raise ToolError(f"{where} imports from the job's module {dotted} ({rel}) inside a block; import its constants at the candidate's top level.")
+            _own_names(tree, node, where)
             replacements.append((node, _assignments(node, rel, path, udf.modules, where, dotted)))
     if not replacements:
         return source
     return _replace(source, replacements, shown)
+
+
+def _own_names(tree: ast.Module, node: ast.ImportFrom, where: str) -> None:
+    """The names an import of constants binds: each once, none the contract reads, none the candidate binds again."""
+    names = [alias.asname or alias.name for alias in node.names]
+    for name in names:
+        if names.count(name) > 1 or name in RESERVED or name == RE_MODULE or name.startswith("__"):
+            raise ToolError(f"{where} binds {name} {'twice' if names.count(name) > 1 else 'from the job module'}; import each constant once, under a name of its own.")
+        again = next((n for n in ast.walk(tree) if n not in node.names and _rebinds_elsewhere(n, name) and not isinstance(n, (ast.Subscript, ast.AugAssign))), None)
+        if again is not None:
+            raise ToolError(f"{where} imports {name}, which the candidate binds again at line {getattr(again, 'lineno', '?')}; give one of them another name.")
 
 
 def _named_modules(node: ast.Import | ast.ImportFrom) -> list[tuple[str, int]]:
@@ -93,7 +112,11 @@ def _assignments(node: ast.ImportFrom, rel: str, path: Path, frozen: dict[str, s
         if isinstance(value, ast.Call):  # re.compile(...) and its flags, reached through a name of their own
             value = _RenameRe().visit(value)
             parts.insert(0, f"import re as {RE_MODULE}")
-        parts.append(f"{alias.asname or alias.name} = {ast.unparse(value)}")
+        try:
+            text = ast.unparse(value)
+        except (ValueError, RecursionError, MemoryError) as exc:
+            raise ToolError(f"{where}: {alias.name} in {rel} cannot be written back as text ({exc.__class__.__name__}); copy the value into the candidate.") from None
+        parts.append(f"{alias.asname or alias.name} = {text}")
     return "; ".join(dict.fromkeys(parts))
 
 
@@ -109,6 +132,13 @@ def _constant(module: ast.Module, name: str, rel: str, where: str) -> ast.expr:
         raise ToolError(f"{where}: {rel} binds or changes {name} again at line {line}, so its value is known only by running the module; copy the value the job uses into the candidate.")
     statement = bound[0]
     value = statement.value
+    by_name = next((n for n in ast.walk(module) if (isinstance(n, ast.Name) and n.id in BY_NAME) or (isinstance(n, ast.Attribute) and n.attr in BY_NAME)), None)
+    if by_name is not None:
+        raise ToolError(f"{where}: {rel} reaches names by a string or through its namespace at line {by_name.lineno}, so its values are known only by running it; copy the value the job uses into the candidate.")
+    if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)) or (isinstance(value, ast.Tuple) and any(isinstance(n, (ast.List, ast.Dict, ast.Set)) for n in ast.walk(value))):
+        changed = _changing_use(module, name, statement)
+        if changed is not None:
+            raise ToolError(f"{where}: {rel} uses {name} at line {changed} in a way that could change it (only reads such as {name}[k], .get(), `in` and loops are followed); copy the value the job uses into the candidate.")
     if value is None or not (_literal(value) or _compiled_pattern(value, module)):
         raise ToolError(
             f"{where}: {name} in {rel} (line {statement.lineno}) is not a literal (a number, string, tuple, list, dict or set of them, or re.compile of literals); "
@@ -118,6 +148,26 @@ def _constant(module: ast.Module, name: str, rel: str, where: str) -> ast.expr:
     if later:
         raise ToolError(f"{where}: {rel} star-imports another module at line {later[0].lineno}, after it binds {name}, which may bind it again; copy the value into the candidate.")
     return value
+
+
+def _changing_use(module: ast.Module, name: str, statement: ast.stmt) -> int | None:
+    """The line of the first use of mutable `name` outside `statement` that is not a plain read, or None."""
+    parents = {child: parent for parent in ast.walk(module) for child in ast.iter_child_nodes(parent)}
+    inside = {id(n) for n in ast.walk(statement)}
+    for node in ast.walk(module):
+        if not (isinstance(node, ast.Name) and node.id == name) or id(node) in inside:
+            continue
+        parent = parents.get(node)
+        reads = (
+            (isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load))
+            or (isinstance(parent, ast.Compare) and node in parent.comparators)
+            or (isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node)
+            or (isinstance(parent, ast.Attribute) and parent.attr in READ_METHODS and isinstance(parents.get(parent), ast.Call) and parents[parent].func is parent)
+            or (isinstance(parent, ast.Call) and node in parent.args and isinstance(parent.func, ast.Name) and parent.func.id in READ_BUILTINS)
+        )
+        if not reads:
+            return node.lineno
+    return None
 
 
 def _targets(statement: ast.stmt) -> list[ast.expr]:
@@ -142,12 +192,14 @@ def _rebinds_elsewhere(node: ast.AST, name: str) -> bool:
         return node.name == name
     if isinstance(node, ast.alias):
         return (node.asname or node.name.split(".")[0]) == name
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):  # except E as NAME, case NAME
+        return node.name == name
+    if isinstance(node, ast.MatchMapping):
+        return node.rest == name
     if isinstance(node, ast.Subscript):  # CODES[k] = v, del CODES[k]
         return isinstance(node.ctx, (ast.Store, ast.Del)) and _names(node.value, name)
     if isinstance(node, ast.AugAssign):
         return _names(node.target, name)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):  # CODES.update(...)
-        return node.func.attr in MUTATORS and _names(node.func.value, name)
     return False
 
 
@@ -190,7 +242,7 @@ class _RenameRe(ast.NodeTransformer):
 
 def _replace(source: str, replacements: list[tuple[ast.ImportFrom, str]], shown: str) -> str:
     """Each import's text replaced by its assignments on its first line, its other lines left empty."""
-    lines = source.splitlines(keepends=True)
+    lines = _lines(source)
     for node, text in sorted(replacements, key=lambda r: (r[0].lineno, r[0].col_offset), reverse=True):
         first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
         start = _offset(lines[first], node.col_offset)
@@ -210,6 +262,12 @@ def _replace(source: str, replacements: list[tuple[ast.ImportFrom, str]], shown:
     except SyntaxError as exc:
         raise ToolError(f"{shown}: its imports of the job's constants could not be inlined ({exc.msg}); put each on a line of its own.") from None
     return expanded
+
+
+def _lines(text: str) -> list[str]:
+    """Lines as Python's parser counts them (only \\r\\n, \\r and \\n end one), each with its ending."""
+    parts = re.split(r"(\r\n|\r|\n)", text)
+    return [parts[i] + (parts[i + 1] if i + 1 < len(parts) else "") for i in range(0, len(parts), 2)]
 
 
 def _offset(line: str, byte_offset: int) -> int:
