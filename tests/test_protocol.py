@@ -521,3 +521,25 @@ async def test_a_candidate_takes_the_jobs_constants_as_judged_and_the_converted_
     text = await refused(client, "byte_compare", workspace=ws, candidate="whole", hidden_rows=1000)
     assert "line 1 imports the job's module patterns (salaries/patterns.py) whole" in text and "from patterns import NAME" in text
     assert (await ok(client, "workspace_status", workspace=ws))["workspace"] == ws
+
+
+@pytest.mark.slow
+async def test_dates_are_drawn_and_an_eval_is_named_where_it_is_refused_through_the_protocol(client, root):
+    import shutil
+
+    shape = Path(__file__).parent / "shapes" / "date_parsing"
+    shutil.copytree(shape, root.path / "signups", ignore=shutil.ignore_patterns("candidate*.py", "__pycache__"))
+    ws = (await ok(client, "init_workspace", source="signups/job.py", udf="signup_hour", arg_types={"created_at": "string"}))["workspace"]
+    await ok(client, "write_file", workspace=ws, path="candidate/hour.py", content=(shape / "candidate.py").read_text())
+    compared = await ok(client, "byte_compare", workspace=ws, candidate="hour", hidden_rows=1000)
+    evidence = compared["evidence"]
+    # the format is mined from the source and its comment: most hidden rows parse and give an hour
+    assert compared["equal"] is True and evidence["hidden_rows_with_a_value"] >= evidence["hidden_rows_generated"] // 4, evidence
+    evil = 'import pandas as pd\n\nTARGET = "vectorized"\n\n\ndef evaluate(created_at):\n    return pd.Series([eval("int(v[11:13])") for v in created_at])\n'
+    await ok(client, "write_file", workspace=ws, path="candidate/evil.py", content=evil)
+    audited = await ok(client, "audit_candidate", workspace=ws, candidate="evil", hidden_rows=1000)
+    found = {(f["rule"], f["check"]): f for f in audited["findings"]}
+    # refused by the rules and by the watch, each saying what it refused and where
+    assert audited["verdict"] == "FAIL" and "[dynamic code: eval()]" in found["reaches_original", "static"]["evidence"]
+    watched = found["reaches_original", "dynamic"]
+    assert "watch: compile (compiles code as '<string>')" in watched["evidence"] and watched["line"] == 7, watched

@@ -49,6 +49,14 @@ def test_the_arg_types_example_guesses_from_how_the_udf_uses_each_argument(root)
     text = str(raised.value)
     assert 'arg_types={"tier": "string", "age": "int", "lat": "double", "flag": "boolean", "other": "?"}' in text
     assert "tier calls .strip; age is compared with 65; lat is passed to math.radians" in text and "other: nothing in the UDF says" in text
+    # text a date format or a regular expression reads is a string
+    (root.path / "jobs" / "stamps.py").write_text(
+        "import re\nfrom datetime import datetime\nfrom pyspark.sql.functions import udf\n\n\n@udf('int')\n"
+        "def hour(created_at, note):\n"
+        "    return datetime.strptime(created_at, '%Y-%m-%d %H').hour if re.search('ok', note) else None\n"
+    )
+    with pytest.raises(ToolError, match=r'arg_types=\{"created_at": "string", "note": "string"\}.*created_at is parsed with strptime\(\); note is matched with a regular expression'):
+        workspaces.init_workspace(root, "jobs/stamps.py", "hour")
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -313,6 +314,10 @@ def guessed_type(function: ast.AST | None, name: str) -> tuple[str, str] | None:
     for node in ast.walk(function):
         if isinstance(node, ast.Attribute) and named(node.value) and (node.attr in STRING_METHODS or node.attr == "str"):
             found.append((0, "string", f"calls .{node.attr}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("strptime", "fromisoformat") and node.args and named(node.args[0]):
+            found.append((0, "string", f"is parsed with {node.func.attr}()"))
+        elif _matched_by_re(node, named):
+            found.append((0, "string", "is matched with a regular expression"))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and node.args and named(node.args[0]):
             found.append((1, "string", "is measured with len()"))
         elif isinstance(node, ast.Subscript) and named(node.value) and isinstance(node.slice, ast.Slice):
@@ -343,6 +348,17 @@ def guessed_type(function: ast.AST | None, name: str) -> tuple[str, str] | None:
         return None
     _rank, data_type, reason = min(found, key=lambda item: item[0])
     return data_type, reason
+
+
+RE_TEXT_ARGUMENT = {"match": 1, "search": 1, "fullmatch": 1, "findall": 1, "finditer": 1, "split": 1, "sub": 2, "subn": 2}  # in re.<name>(pattern, ...)
+
+
+def _matched_by_re(node: ast.AST, named: Callable[[ast.AST], bool]) -> bool:
+    """`re.search(p, name)`, `re.sub(p, r, name)`: the text a function of `re` reads is a string."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == "re"):
+        return False
+    position = RE_TEXT_ARGUMENT.get(node.func.attr)
+    return position is not None and len(node.args) > position and named(node.args[position])
 
 
 def literal_domains(arguments: list[UdfArgConfig], found: dict[int, extraction.LiteralDomain], whole_domain: list[str], shown: str = "") -> None:
