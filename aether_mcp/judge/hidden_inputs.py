@@ -29,6 +29,7 @@ T = lazy_module("pyspark.sql.types")
 
 PROFILES = ("mixed", "mostly_null", "constant", "mined", "wide")
 CHUNK_ROWS = 500
+MIN_CHUNK_ROWS = 50
 WHITESPACE = [" ", "\t", "\n", "\u00a0", "\u3000", "\u2003", "\x1c", "\r", "\u200b"]
 COMBINING = ["\u0301", "\u0308", "\u0327"]
 SCRIPTS = "abcXYZ019_-.@+:/ \u00e9\u00df\u0130\u0131\u03a3\u03c3\u0416\u0661\u0662\u4e2d\uff21\U0001f642"
@@ -43,9 +44,11 @@ def hidden_rows(config: WorkspaceConfig, mined: MinedValues, count: int, seed: i
     generators = [_Literals(arg.values, rng) if arg.values else _ValueSource(parse_type(arg.type), mined, rng) for arg in config.udf.args]
     rows: list[list[Any]] = []
     chunk = 0
+    # every profile at least twice, however few rows are asked for (a thousand rows once met only three of them)
+    chunk_rows = max(MIN_CHUNK_ROWS, min(CHUNK_ROWS, count // (2 * len(PROFILES))))
     while len(rows) < count:
         profile = PROFILES[chunk % len(PROFILES)]
-        size = min(CHUNK_ROWS, count - len(rows))
+        size = min(chunk_rows, count - len(rows))
         constant_position = rng.randrange(len(generators))
         constant_value = generators[constant_position].draw("mined")
         for _ in range(size):
@@ -225,9 +228,11 @@ class _ValueSource:
         literals = [s for s in self.mined.strings if s]
         if mined and literals:
             roll = rng.random()
-            if roll < 0.4:
+            if roll < 0.15:
+                return rng.choice(literals)  # as the source spells it: the key a lookup or a comparison hits
+            if roll < 0.45:
                 return self._perturbed(rng.choice(literals))
-            if roll < 0.52:
+            if roll < 0.55:
                 return self._long(literals)
             if roll < 0.8:
                 # Literals composed with short words and the separators the literals use, so that
