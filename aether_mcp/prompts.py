@@ -43,7 +43,7 @@ Phase 2, convert: write a candidate and prove it equal to the original as Spark 
    for numeric loops on a GPU, simulated on a CPU for correctness only. Resources
    aether://notes/spark-functions and aether://notes/gpu-idioms map Python idioms to each.
 2. write_file(workspace, "candidate/<name>.py", ...); run_tests(workspace, "candidate:<name>").
-   Literal constants of the job's own modules may be imported (from patterns import CODES).
+   Constants and plain functions of the job's own modules may be imported (from patterns import CODES).
 3. byte_compare(workspace, "<name>"): equal on the cases, the edge corpus and fresh hidden rows.
    Each mismatch is a counterexample (shrunk): fix the candidate, not the tests. Where the original
    raises, the candidate must fail too (raise in vectorized code; F.raise_error or F.assert_true in

@@ -25,6 +25,8 @@ def strip_salary(text: str) -> str:
     return None if text is None else CODES.get(text, SALARY_RE.sub("", text))
 """
 PATTERNS = """\
+import functools
+import math
 import re
 
 SALARY_RE = re.compile(r"[$,]", re.I | re.M)
@@ -35,7 +37,24 @@ MOVED.append(3)
 COMPUTED = len(CODES)
 
 
-def helper(x):
+SCALE = 1000.0
+
+
+def to_km(metres):
+    return _tenths(metres / SCALE)
+
+
+def _tenths(x):
+    return math.floor(x * 10) / 10
+
+
+@functools.lru_cache
+def cached(x):
+    return x
+
+
+def counted(x):
+    global HITS
     return x
 """
 
@@ -89,17 +108,34 @@ def test_constants_are_inlined_on_the_import_lines_with_the_values_the_module_sp
         ("from patterns import *", r"whole; a candidate may take only its literal constants"),
         ("def f():\n    from patterns import CODES", r"inside a block; import its constants at the candidate's top level"),
         ("from other import RATE", r"other.py, a module of the job that the original does not use.*\(patterns.py\)"),
-        ("from patterns import COMPUTED", r"COMPUTED in patterns.py \(line 8\) is not a literal"),
-        ("from patterns import MOVED", r"uses MOVED at line 7 in a way that could change it"),
+        ("from patterns import COMPUTED", r"COMPUTED in patterns.py \(line 10\) is not a literal"),
+        ("from patterns import MOVED", r"uses MOVED at line 9 in a way that could change it"),
         ("from patterns import LIMITS as TARGET", r"binds TARGET from the job module"),
         ("from patterns import LIMITS as L, CODES as L", r"binds L twice"),
         ("from patterns import LIMITS\nLIMITS = ()", r"imports LIMITS, which the candidate binds again at line 3"),
-        ("from patterns import helper", r"does not bind helper at its top level by an assignment"),
+        ("from patterns import math", r"does not bind math at its top level by an assignment"),
+        ("from patterns import cached", r"cached in patterns.py \(line \d+\) is decorated"),
+        ("from patterns import counted", r"counted in patterns.py declares HITS global"),
+        ("from patterns import to_km as km", r"renames the function to_km of patterns.py"),
+        ("from patterns import to_km\nFIRST = to_km(5)", r"line 3 uses to_km while the candidate's module is still running.*inside build or evaluate"),
+        ("from patterns import to_km\nSCALE = 1", r"line 3 binds SCALE, which the job's functions it imports read from their module"),
     ],
 )
 def test_what_cannot_be_inlined_is_refused_saying_what_to_do(workspace, line, refusal):
     with pytest.raises(ToolError, match=refusal):
         inline(workspace, f'TARGET = "sql"\n{line}\n', "candidate/c.py")
+
+
+def test_a_function_comes_with_what_it_reads_from_its_module_after_the_candidates_code(workspace):
+    source = 'TARGET = "vectorized"\nimport math\nfrom patterns import to_km, LIMITS\n\n\ndef evaluate(metres):\n    return metres.map(to_km)\n'
+    expanded = inline(workspace, source, "candidate/c.py")
+    lines = expanded.splitlines()
+    assert lines[:2] == source.splitlines()[:2] and lines[2] == "import math; SCALE = 1000.0; LIMITS = (1, 2.5, -1e309)", lines[2]
+    assert lines[3:7] == source.splitlines()[3:7]  # the candidate's own lines stay where they were
+    assert "# to_km: from patterns.py line" in expanded and "# _tenths: from patterns.py line" in expanded and "functools" not in expanded
+    namespace: dict = {}
+    exec(compile(expanded, "c.py", "exec"), namespace)
+    assert namespace["to_km"](12345.0) == 12.3 and namespace["LIMITS"][0] == 1
 
 
 def test_a_module_changed_since_init_is_refused(workspace):

@@ -515,6 +515,11 @@ async def test_a_candidate_takes_the_jobs_constants_as_judged_and_the_converted_
     module = (root.path / "salaries" / "strip_salary_strip.py").read_text()
     assert "from patterns import" not in module and "SALARY_RE = _aether_job_re.compile('[$,]')" in module
     assert "inlined as judged (salaries/patterns.py)" in module.splitlines()[0]
+    # a function of the job's module comes with the pattern it reads (row by row here, so judged equal, not fast)
+    per_row = 'from patterns import strip_money\n\nTARGET = "vectorized"\n\n\ndef evaluate(text):\n    return text.map(strip_money, na_action=\"ignore\")\n'
+    await ok(client, "write_file", workspace=ws, path="candidate/per_row.py", content=per_row)
+    rowwise = await ok(client, "byte_compare", workspace=ws, candidate="per_row", hidden_rows=1000)
+    assert rowwise["equal"] is True, rowwise["mismatches"][:3]
     # the module itself is refused saying what to write instead, and the server stays up
     whole = 'import patterns\n\nTARGET = "vectorized"\n\n\ndef evaluate(text):\n    return text.str.replace(patterns.SALARY_RE, "", regex=True)\n'
     await ok(client, "write_file", workspace=ws, path="candidate/whole.py", content=whole)

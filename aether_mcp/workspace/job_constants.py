@@ -1,4 +1,4 @@
-"""Constants a candidate imports from the job's own modules, inlined where the import stands.
+"""Constants and functions a candidate imports from the job's own modules, inlined into its text.
 
 A candidate may write `from patterns import SALARY_RE, CODES as C` where `patterns` is one of the
 job's own modules that init_workspace froze (aether.toml's `udf.modules`: the modules the original
@@ -10,9 +10,14 @@ the candidate's own. Every judge step runs that text, and apply_conversion write
 beside the job: the job runs what was judged, with its own copy of each value, and nothing the
 candidate does to a value reaches the job's module or the code that shares it.
 
+A plain function of such a module (`from geo import to_km`) comes as its text, after the
+candidate's code, with what it reads from its module: other plain functions, literal constants
+and imports of allow-listed libraries; it is then judged as the candidate's own code. The
+candidate calls it inside build or evaluate, and binds none of the names it brings.
+
 Anything else from a job module is refused with what to do: the module itself (`import patterns`),
-a star import, a function or a computed value, a module the original does not use, or one whose
-bytes changed since init. A module whose name a library on the import allow-list also has, or that
+a star import, a decorated function or a computed value, a module the original does not use, or
+one whose bytes changed since init. A module whose name a library on the import allow-list also has, or that
 the candidate's own folder holds (candidate/<name>.py), is left to the rules that judge imports.
 """
 
@@ -56,6 +61,7 @@ def inline(workspace: Workspace, source: str, shown: str) -> str:
     siblings = {p.stem for p in (workspace.path / CANDIDATE_DIR).iterdir()} if (workspace.path / CANDIDATE_DIR).is_dir() else set()
     top = {id(statement) for statement in tree.body}
     replacements: list[tuple[ast.ImportFrom, str]] = []
+    functions = _Functions()
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
@@ -72,10 +78,11 @@ def inline(workspace: Workspace, source: str, shown: str) -> str:
             if id(node) not in top:
                 raise ToolError(f"{where} imports from the job's module {dotted} ({rel}) inside a block; import its constants at the candidate's top level.")
             _own_names(tree, node, where)
-            replacements.append((node, _assignments(node, rel, path, udf.modules, where, dotted)))
+            replacements.append((node, _assignments(node, rel, path, udf.modules, where, functions)))
     if not replacements:
         return source
-    return _replace(source, replacements, shown)
+    functions.check(tree, shown, [node for node, _ in replacements])
+    return _replace(source, replacements, shown) + functions.text()
 
 
 def _own_names(tree: ast.Module, node: ast.ImportFrom, where: str) -> None:
@@ -95,7 +102,7 @@ def _named_modules(node: ast.Import | ast.ImportFrom) -> list[tuple[str, int]]:
     return [(node.module or "", node.level)]
 
 
-def _assignments(node: ast.ImportFrom, rel: str, path: Path, frozen: dict[str, str], where: str, dotted: str) -> str:
+def _assignments(node: ast.ImportFrom, rel: str, path: Path, frozen: dict[str, str], where: str, functions: _Functions) -> str:
     if rel not in frozen:
         listing = ", ".join(sorted(frozen)) or "none"
         raise ToolError(
@@ -106,18 +113,189 @@ def _assignments(node: ast.ImportFrom, rel: str, path: Path, frozen: dict[str, s
     if hashlib.sha256(data).hexdigest() != frozen[rel]:
         raise ToolError(f"{rel} changed since init_workspace (its sha256 is not the one aether.toml froze), so the original judged is not the job's either; run init_workspace again.")
     module = ast.parse(data)
-    parts = []
+    text = data.decode("utf-8")
+    parts: list[str] = []
     for alias in node.names:
-        value = _constant(module, alias.name, rel, where)
-        if isinstance(value, ast.Call):  # re.compile(...) and its flags, reached through a name of their own
-            value = _RenameRe().visit(value)
+        bound = alias.asname or alias.name
+        if _function(module, alias.name) is not None:
+            if bound != alias.name:
+                raise ToolError(f"{where} renames the function {alias.name} of {rel}; import it under its own name.")
+            functions.add(module, text, alias.name, rel, where, parts)
+            continue
+        parts.append(functions.bind(bound, _constant_text(module, alias.name, rel, where, parts), where))
+    return "; ".join(dict.fromkeys(parts)) or "pass"
+
+
+def _constant_text(module: ast.Module, name: str, rel: str, where: str, parts: list[str]) -> str:
+    value = _constant(module, name, rel, where)
+    if isinstance(value, ast.Call):  # re.compile(...) and its flags, reached through a name of their own
+        value = _RenameRe().visit(value)
+        if f"import re as {RE_MODULE}" not in parts:
             parts.insert(0, f"import re as {RE_MODULE}")
-        try:
-            text = ast.unparse(value)
-        except (ValueError, RecursionError, MemoryError) as exc:
-            raise ToolError(f"{where}: {alias.name} in {rel} cannot be written back as text ({exc.__class__.__name__}); copy the value into the candidate.") from None
-        parts.append(f"{alias.asname or alias.name} = {text}")
-    return "; ".join(dict.fromkeys(parts))
+    try:
+        return ast.unparse(value)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise ToolError(f"{where}: {name} in {rel} cannot be written back as text ({exc.__class__.__name__}); copy the value into the candidate.") from None
+
+
+def _function(module: ast.Module, name: str) -> ast.FunctionDef | None:
+    found = [s for s in module.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name]
+    return found[0] if len(found) == 1 and isinstance(found[0], ast.FunctionDef) else None
+
+
+class _Functions:
+    """Functions of the job's modules a candidate imports, with what they read from their module, written after the candidate's code.
+
+    What a function reads at module level comes with it: another plain function of the module, a
+    literal constant, or an import of an allow-listed library (`import numpy as np`). Its text is
+    then the candidate's own, judged by the same rules. The names it brings may not be the
+    candidate's: the candidate binding one would change what the function computes."""
+
+    def __init__(self) -> None:
+        self.defs: dict[str, tuple[str, str]] = {}  # name: (text, where from)
+        self.brought: dict[str, str] = {}  # names bound for the functions' sake: the statement binding each
+        self.imported: set[str] = set()  # functions the candidate imports by name
+        self.values: dict[str, str] = {}  # every name an import is replaced by: the statement binding it
+
+    def bind(self, name: str, value: str, where: str) -> str:
+        """`name = value`, refused when another inlined import binds `name` to something else."""
+        statement = f"{name} = {value}"
+        if self.values.setdefault(name, statement) != statement:
+            raise ToolError(f"{where} binds {name}, which another import of the job's modules binds to another value; import one of them under another name.")
+        return statement
+
+    def add(self, module: ast.Module, text: str, name: str, rel: str, where: str, parts: list[str]) -> None:
+        _whole_module_checks(module, rel, where)
+        self.imported.add(name)
+        queue = [name]
+        while queue:
+            wanted = queue.pop()
+            if wanted in self.defs or wanted in self.brought or (wanted in BUILTIN_NAMES and not _bound_at_top(module, wanted)):
+                continue
+            if wanted in RESERVED or wanted == RE_MODULE:
+                raise ToolError(f"{where}: {name} of {rel} needs {wanted}, a name the candidate's contract reads; copy it into the candidate under another name.")
+            function = _function(module, wanted)
+            if function is not None:
+                self._check_function(module, function, rel, where)
+                segment = ast.get_source_segment(text, function)
+                self.defs[wanted] = (segment or ast.unparse(function), f"{rel} line {function.lineno}")
+                queue += sorted(_free_names(function))
+                continue
+            imported = _library_import(module, wanted)
+            if imported is not None:
+                self.brought[wanted] = imported
+                parts.insert(0, imported)
+                continue
+            self.brought[wanted] = statement = self.bind(wanted, _constant_text(module, wanted, rel, f"{where}: {name} needs {wanted}", parts), where)
+            parts.append(statement)
+
+    def _check_function(self, module: ast.Module, function: ast.FunctionDef, rel: str, where: str) -> None:
+        name = function.name
+        if function.decorator_list:
+            raise ToolError(f"{where}: {name} in {rel} (line {function.lineno}) is decorated, so what it is depends on running the decorator; copy what it does into the candidate.")
+        again = next((n for n in ast.walk(module) if n is not function and _rebinds_elsewhere(n, name)), None)
+        if again is not None:
+            raise ToolError(f"{where}: {rel} binds {name} again at line {again.lineno}, so which function it is is known only by running the module; copy it into the candidate.")
+        scoped = next((n for n in ast.walk(function) if isinstance(n, (ast.Global, ast.Nonlocal))), None)
+        if scoped is not None:
+            raise ToolError(f"{where}: {name} in {rel} declares {', '.join(scoped.names)} global at line {scoped.lineno}; a function that changes its module's names cannot be taken apart from it. Copy what it does into the candidate.")
+
+    def check(self, tree: ast.Module, shown: str, inlined: list[ast.ImportFrom]) -> None:
+        """The candidate's side: it calls the functions only once its own code has run, and binds none of the names they bring."""
+        if not self.defs:
+            return
+        early = next((n for n in _module_level_loads(tree) if n.id in self.imported), None)
+        if early is not None:
+            raise ToolError(
+                f"{shown} line {early.lineno} uses {early.id} while the candidate's module is still running; the job's functions are defined after "
+                "the candidate's code, so call them inside build or evaluate."
+            )
+        own = {statement for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) for statement in _import_forms(node)}
+        # the candidate's own import of the same name binds the same value the functions read (if from the same module, see below)
+        replaced = {id(alias) for node in inlined for alias in node.names if alias.asname in (None, alias.name)}
+        for node in ast.walk(tree):
+            if id(node) in replaced:
+                continue
+            for name in sorted({*self.brought, *(set(self.defs) - self.imported)}):
+                if _rebinds_elsewhere(node, name) and not isinstance(node, (ast.Subscript, ast.AugAssign)):
+                    if isinstance(node, ast.alias) and self.brought.get(name) in own:
+                        continue  # the same library, imported the same way
+                    raise ToolError(f"{shown} line {getattr(node, 'lineno', '?')} binds {name}, which the job's functions it imports read from their module; give it another name.")
+
+    def text(self) -> str:
+        if not self.defs:
+            return ""
+        blocks = [f"# {name}: from {where}, as judged\n{text}\n" for name, (text, where) in reversed(self.defs.items())]
+        return "\n\n" + "\n\n".join(blocks)
+
+
+BUILTIN_NAMES = set(dir(__import__("builtins")))
+
+
+def _bound_at_top(module: ast.Module, name: str) -> bool:
+    return any(_rebinds_elsewhere(node, name) for node in ast.walk(module))
+
+
+def _free_names(function: ast.FunctionDef) -> set[str]:
+    """Names `function` reads that none of its own scopes binds (an over-estimate of its locals, never of its module's names)."""
+    local: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.arg):
+            local.add(node.arg)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            local.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not function:
+            local.add(node.name)
+        elif isinstance(node, ast.alias):
+            local.add(node.asname or node.name.split(".")[0])
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            local.add(node.name)
+    loads = {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return loads - local
+
+
+def _library_import(module: ast.Module, name: str) -> str | None:
+    """The module's top-level import binding `name` to an allow-listed library, as a statement; None when none does."""
+    for statement in module.body:
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                if (alias.asname or alias.name.split(".")[0]) == name and import_policy.allowed(alias.name):
+                    return f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+        elif isinstance(statement, ast.ImportFrom) and statement.level == 0 and statement.module:
+            for alias in statement.names:
+                if (alias.asname or alias.name) == name and import_policy.allowed(f"{statement.module}.{alias.name}"):
+                    return f"from {statement.module} import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+    return None
+
+
+def _import_forms(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [f"import {a.name}" + (f" as {a.asname}" if a.asname else "") for a in node.names]
+    return [f"from {node.module} import {a.name}" + (f" as {a.asname}" if a.asname else "") for a in node.names if not node.level]
+
+
+def _module_level_loads(tree: ast.Module) -> list[ast.Name]:
+    """Names read while the module runs: outside function and lambda bodies (decorators and defaults included)."""
+    found: list[ast.Name] = []
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            pending += [*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+            continue
+        if isinstance(node, ast.Lambda):
+            pending += [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            found.append(node)
+        pending += list(ast.iter_child_nodes(node))
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _whole_module_checks(module: ast.Module, rel: str, where: str) -> None:
+    by_name = next((n for n in ast.walk(module) if (isinstance(n, ast.Name) and n.id in BY_NAME) or (isinstance(n, ast.Attribute) and n.attr in BY_NAME)), None)
+    if by_name is not None:
+        raise ToolError(f"{where}: {rel} reaches names by a string or through its namespace at line {by_name.lineno}, so its values are known only by running it; copy the value the job uses into the candidate.")
 
 
 def _constant(module: ast.Module, name: str, rel: str, where: str) -> ast.expr:
@@ -132,9 +310,7 @@ def _constant(module: ast.Module, name: str, rel: str, where: str) -> ast.expr:
         raise ToolError(f"{where}: {rel} binds or changes {name} again at line {line}, so its value is known only by running the module; copy the value the job uses into the candidate.")
     statement = bound[0]
     value = statement.value
-    by_name = next((n for n in ast.walk(module) if (isinstance(n, ast.Name) and n.id in BY_NAME) or (isinstance(n, ast.Attribute) and n.attr in BY_NAME)), None)
-    if by_name is not None:
-        raise ToolError(f"{where}: {rel} reaches names by a string or through its namespace at line {by_name.lineno}, so its values are known only by running it; copy the value the job uses into the candidate.")
+    _whole_module_checks(module, rel, where)
     if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)) or (isinstance(value, ast.Tuple) and any(isinstance(n, (ast.List, ast.Dict, ast.Set)) for n in ast.walk(value))):
         changed = _changing_use(module, name, statement)
         if changed is not None:
