@@ -30,7 +30,7 @@ import math
 import re
 
 SALARY_RE = re.compile(r"[$,]", re.I | re.M)
-CODES = {"n/a": None, "none": "0"}
+CODES = {"n/a": "-", "none": "0"}
 LIMITS: tuple = (1, 2.5, -3e400)
 MOVED = [1, 2]
 MOVED.append(3)
@@ -93,7 +93,7 @@ def test_constants_are_inlined_on_the_import_lines_with_the_values_the_module_sp
     assert expanded.splitlines()[5].endswith("; import math") and expanded.splitlines()[9] == CANDIDATE.splitlines()[9]
     namespace: dict = {}
     exec(compile(expanded, "c.py", "exec"), namespace)
-    assert namespace["TABLE"] == {"n/a": None, "none": "0"} and namespace["LIMITS"] == (1, 2.5, float("-inf"))
+    assert namespace["TABLE"] == {"n/a": "-", "none": "0"} and namespace["LIMITS"] == (1, 2.5, float("-inf"))
     assert namespace["SALARY_RE"].pattern == "[$,]" and namespace["SALARY_RE"].flags & re.I and namespace["SALARY_RE"].flags & re.M
     assert "patterns" not in expanded
     # nothing to inline: the text comes back as it was
@@ -118,7 +118,7 @@ def test_constants_are_inlined_on_the_import_lines_with_the_values_the_module_sp
         ("from patterns import counted", r"counted in patterns.py declares HITS global"),
         ("from patterns import to_km as km", r"renames the function to_km of patterns.py"),
         ("from patterns import to_km\nFIRST = to_km(5)", r"line 3 uses to_km while the candidate's module is still running.*inside build or evaluate"),
-        ("from patterns import to_km\nSCALE = 1", r"line 3 binds SCALE, which the job's functions it imports read from their module"),
+        ("from patterns import to_km\nSCALE = 1", r"line 3 binds SCALE, which the job's functions it imports read; give it another name"),
     ],
 )
 def test_what_cannot_be_inlined_is_refused_saying_what_to_do(workspace, line, refusal):
@@ -171,3 +171,45 @@ def test_lines_are_counted_as_python_counts_them(workspace):
     namespace: dict = {}
     exec(compile(expanded, "c.py", "exec"), namespace)
     assert namespace["y"] == (1, 2.5, float("-inf"))
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "refusal"),
+    [
+        ("from math import *\n\n\ndef f(x):\n    return pow(x, 2)\n", "from patterns import f", r"star-imports math at line \d+, which may bind any name its functions read"),
+        ("from math import floor\nfrom numpy import floor\n\n\ndef f(x):\n    return floor(x)\n", "from patterns import f", r"f of patterns.py reads floor, which its module imports from a library off the allow-list or binds more than once"),
+        ("def f(x):\n    return __name__\n", "from patterns import f", r"f of patterns.py reads __name__, which is not the same name in the candidate"),
+        ("def f(x, k=1):\n    return x * k\n\n\nf.__defaults__ = (2,)\n", "from patterns import f", r"sets an attribute of f at line \d+"),
+        ("def f(x):\n    return round(x, 1)\n", "from patterns import f\nround = len", r"line 3 binds round, which the job's functions it imports read"),
+        ("def f(x, k=SCALE):\n    return x / k\n", "from patterns import f\nSCALE = 1", r"line 3 binds SCALE, which the job's functions it imports read"),
+    ],
+    ids=["star_import", "bound_twice", "module_name", "changed_from_outside", "builtin_rebound", "default_from_the_module"],
+)
+def test_a_function_known_only_by_running_its_module_is_refused(tmp_path, module, line, refusal):
+    workspace = _workspace(tmp_path, PATTERNS + module)
+    with pytest.raises(ToolError, match=refusal):
+        inline(workspace, f'TARGET = "sql"\n{line}\n', "candidate/c.py")
+
+
+def test_functions_of_two_modules_that_read_one_name_each_as_its_own_are_refused(tmp_path):
+    job = JOB.replace("from patterns import CODES, SALARY_RE", "from patterns import CODES, SALARY_RE\nfrom units import SUFFIX").replace('SALARY_RE.sub("", text))', 'SALARY_RE.sub("", text)) + SUFFIX')
+    (tmp_path / "units.py").write_text('SUFFIX = ""\nSCALE = 1609.0\n\n\ndef to_mi(metres):\n    return metres / SCALE\n')
+    workspace = _workspace(tmp_path, PATTERNS)
+    (tmp_path / "job.py").write_text(job)
+    root = workspace.root
+    workspace = Workspace.open(root, workspaces.init_workspace(root, "job.py", "strip_salary", workspace="second").workspace)
+    assert set(workspace.config.udf.modules) == {"patterns.py", "units.py"}
+    with pytest.raises(ToolError, match=r"to_mi of units.py reads SCALE, which a function of patterns.py the candidate also imports reads as its own"):
+        inline(workspace, 'TARGET = "sql"\nfrom patterns import to_km\nfrom units import to_mi\n', "candidate/c.py")
+
+
+def test_functions_come_in_their_modules_order_and_a_library_named_by_a_project_file_is_refused(tmp_path):
+    module = "def g(x):\n    return x\n\n\ndef h(x, clean=g):\n    return clean(x)\n\n\ndef m(xs):\n    return statistics.mean(xs)\n"
+    workspace = _workspace(tmp_path, "import statistics\n" + PATTERNS + module)
+    expanded = inline(workspace, 'TARGET = "sql"\nfrom patterns import h, g\n', "candidate/c.py")
+    namespace: dict = {}
+    exec(compile(expanded, "c.py", "exec"), namespace)  # g is defined before h reads it as a default
+    assert namespace["h"](3) == 3
+    (tmp_path / "statistics.py").write_text("def mean(xs):\n    return 4\n")
+    with pytest.raises(ToolError, match=r"m of patterns.py reads statistics, which its module imports from a module of the project named like a library"):
+        inline(workspace, 'TARGET = "sql"\nfrom patterns import m\n', "candidate/c.py")

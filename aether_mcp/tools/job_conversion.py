@@ -31,7 +31,7 @@ from aether_mcp.backend import CPU
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import confined_child
 from aether_mcp.workspace import Workspace, job_constants, new_run_id
-from aether_mcp.workspace.candidates import BadCandidate, candidate_path, check_target, declared_target
+from aether_mcp.workspace.candidates import BadCandidate, candidate_modules, candidate_path, check_target, declared_target
 
 MARKER = "# Written by aether-mcp apply_conversion"
 UDF_FACTORIES = {"udf", "pandas_udf", "arrow_udf"}
@@ -275,7 +275,7 @@ def _factory_name(func: ast.expr) -> str | None:
 
 
 def _imports_candidate_modules(source: str, opened: Workspace) -> bool:
-    siblings = {p.stem for p in (opened.path / "candidate").glob("*.py")}
+    siblings = set(candidate_modules(opened))
     tree = ast.parse(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(alias.name.split(".")[0] in siblings for alias in node.names):

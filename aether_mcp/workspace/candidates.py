@@ -23,6 +23,14 @@ def candidate_names(workspace: Workspace) -> list[str]:
     return sorted(p.stem for p in directory.glob("*.py")) if directory.is_dir() else []
 
 
+def candidate_modules(workspace: Workspace) -> list[str]:
+    """What a candidate can import from its own folder: candidate/<name>.py and packages candidate/<name>/__init__.py."""
+    directory = workspace.path / CANDIDATE_DIR
+    if not directory.is_dir():
+        return []
+    return sorted({p.stem for p in directory.glob("*.py")} | {p.parent.name for p in directory.glob("*/__init__.py")})
+
+
 def check_target(workspace: Workspace, target: str) -> str:
     """`target` normalised ('original' or 'candidate:<name>' of an existing file), or a ToolError."""
     target = (target or "").strip()

@@ -26,13 +26,18 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
+import symtable
+import tokenize
+from collections.abc import Callable
+from io import BytesIO
 from pathlib import Path
 
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp import import_policy
 from aether_mcp.extraction.local_modules import LocalModules
-from aether_mcp.workspace import CANDIDATE_DIR, Workspace
+from aether_mcp.workspace import Workspace
+from aether_mcp.workspace.candidates import candidate_modules
 
 # Where the module may use a list, dict or set it exports: reads that cannot change it (anything else, a call
 # that takes it or a name that aliases it included, is refused, since the value would be known only by running it).
@@ -58,7 +63,7 @@ def inline(workspace: Workspace, source: str, shown: str) -> str:
     udf = workspace.config.udf
     modules = LocalModules(workspace.root.path)
     job = workspace.root.path / udf.source
-    siblings = {p.stem for p in (workspace.path / CANDIDATE_DIR).iterdir()} if (workspace.path / CANDIDATE_DIR).is_dir() else set()
+    siblings = set(candidate_modules(workspace))
     top = {id(statement) for statement in tree.body}
     replacements: list[tuple[ast.ImportFrom, str]] = []
     functions = _Functions()
@@ -78,7 +83,7 @@ def inline(workspace: Workspace, source: str, shown: str) -> str:
             if id(node) not in top:
                 raise ToolError(f"{where} imports from the job's module {dotted} ({rel}) inside a block; import its constants at the candidate's top level.")
             _own_names(tree, node, where)
-            replacements.append((node, _assignments(node, rel, path, udf.modules, where, functions)))
+            replacements.append((node, _assignments(node, rel, path, udf.modules, where, functions, modules)))
     if not replacements:
         return source
     functions.check(tree, shown, [node for node, _ in replacements])
@@ -102,7 +107,7 @@ def _named_modules(node: ast.Import | ast.ImportFrom) -> list[tuple[str, int]]:
     return [(node.module or "", node.level)]
 
 
-def _assignments(node: ast.ImportFrom, rel: str, path: Path, frozen: dict[str, str], where: str, functions: _Functions) -> str:
+def _assignments(node: ast.ImportFrom, rel: str, path: Path, frozen: dict[str, str], where: str, functions: _Functions, modules: LocalModules) -> str:
     if rel not in frozen:
         listing = ", ".join(sorted(frozen)) or "none"
         raise ToolError(
@@ -113,14 +118,17 @@ def _assignments(node: ast.ImportFrom, rel: str, path: Path, frozen: dict[str, s
     if hashlib.sha256(data).hexdigest() != frozen[rel]:
         raise ToolError(f"{rel} changed since init_workspace (its sha256 is not the one aether.toml froze), so the original judged is not the job's either; run init_workspace again.")
     module = ast.parse(data)
-    text = data.decode("utf-8")
+    try:
+        text = data.decode(tokenize.detect_encoding(BytesIO(data).readline)[0])  # as Python reads the module
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        raise ToolError(f"{where}: {rel} cannot be read as Python reads it ({exc}); copy what the candidate needs into it.") from None
     parts: list[str] = []
     for alias in node.names:
         bound = alias.asname or alias.name
         if _function(module, alias.name) is not None:
             if bound != alias.name:
                 raise ToolError(f"{where} renames the function {alias.name} of {rel}; import it under its own name.")
-            functions.add(module, text, alias.name, rel, where, parts)
+            functions.add(module, text, alias.name, rel, lambda top: modules.find(path, top, 0) is not None, where, parts)
             continue
         parts.append(functions.bind(bound, _constant_text(module, alias.name, rel, where, parts), where))
     return "; ".join(dict.fromkeys(parts)) or "pass"
@@ -149,11 +157,13 @@ class _Functions:
     What a function reads at module level comes with it: another plain function of the module, a
     literal constant, or an import of an allow-listed library (`import numpy as np`). Its text is
     then the candidate's own, judged by the same rules. The names it brings may not be the
-    candidate's: the candidate binding one would change what the function computes."""
+    candidate's, nor another module's: either would change what the function computes."""
 
     def __init__(self) -> None:
-        self.defs: dict[str, tuple[str, str]] = {}  # name: (text, where from)
-        self.brought: dict[str, str] = {}  # names bound for the functions' sake: the statement binding each
+        self.defs: dict[tuple[str, str], tuple[int, str, str]] = {}  # (module, name): (line, text, where from)
+        self.owner: dict[str, str] = {}  # every name the functions bring: the module it comes from
+        self.brought: dict[str, str] = {}  # names bound for the functions' sake (not functions): the statement binding each
+        self.builtins: set[str] = set()  # builtins the functions call, which the candidate must not rebind
         self.imported: set[str] = set()  # functions the candidate imports by name
         self.values: dict[str, str] = {}  # every name an import is replaced by: the statement binding it
 
@@ -164,30 +174,48 @@ class _Functions:
             raise ToolError(f"{where} binds {name}, which another import of the job's modules binds to another value; import one of them under another name.")
         return statement
 
-    def add(self, module: ast.Module, text: str, name: str, rel: str, where: str, parts: list[str]) -> None:
+    def add(self, module: ast.Module, text: str, name: str, rel: str, local: Callable[[str], bool], where: str, parts: list[str]) -> None:
+        """Bring function `name` of `module` (file `rel`); `local(top)` says whether a library name is a module of the project."""
         _whole_module_checks(module, rel, where)
+        star = next((s for s in module.body if isinstance(s, ast.ImportFrom) and any(a.name == "*" for a in s.names)), None)
+        if star is not None:
+            raise ToolError(f"{where}: {rel} star-imports {star.module} at line {star.lineno}, which may bind any name its functions read; copy {name} into the candidate.")
         self.imported.add(name)
         queue = [name]
         while queue:
             wanted = queue.pop()
-            if wanted in self.defs or wanted in self.brought or (wanted in BUILTIN_NAMES and not _bound_at_top(module, wanted)):
+            if self.owner.get(wanted, rel) != rel:
+                raise ToolError(f"{where}: {name} of {rel} reads {wanted}, which a function of {self.owner[wanted]} the candidate also imports reads as its own; copy one of them into the candidate.")
+            if (rel, wanted) in self.defs or wanted in self.brought:
                 continue
-            if wanted in RESERVED or wanted == RE_MODULE:
-                raise ToolError(f"{where}: {name} of {rel} needs {wanted}, a name the candidate's contract reads; copy it into the candidate under another name.")
+            if wanted.startswith("__") or wanted in RESERVED or wanted == RE_MODULE:
+                raise ToolError(f"{where}: {name} of {rel} reads {wanted}, which is not the same name in the candidate as in its module; copy what it does into the candidate.")
+            if wanted in BUILTIN_NAMES and not _bound_at_top(module, wanted):
+                self.builtins.add(wanted)
+                continue
+            self.owner[wanted] = rel
             function = _function(module, wanted)
             if function is not None:
                 self._check_function(module, function, rel, where)
-                segment = ast.get_source_segment(text, function)
-                self.defs[wanted] = (segment or ast.unparse(function), f"{rel} line {function.lineno}")
-                queue += sorted(_free_names(function))
+                segment = ast.get_source_segment(text, function) or ast.unparse(function)
+                self.defs[(rel, wanted)] = (function.lineno, segment, f"{rel} line {function.lineno}")
+                queue += sorted(_free_names(segment, rel))
                 continue
             imported = _library_import(module, wanted)
+            twice = [n for n in ast.walk(module) if isinstance(n, ast.alias) and _rebinds_elsewhere(n, wanted)]
+            if imported is None and twice:
+                raise ToolError(f"{where}: {name} of {rel} reads {wanted}, which its module imports from a library off the allow-list or binds more than once; copy what it does into the candidate.")
             if imported is not None:
+                if local(imported.split()[1].split(".")[0]):
+                    raise ToolError(f"{where}: {name} of {rel} reads {wanted}, which its module imports from a module of the project named like a library; copy what it does into the candidate.")
                 self.brought[wanted] = imported
                 parts.insert(0, imported)
                 continue
             self.brought[wanted] = statement = self.bind(wanted, _constant_text(module, wanted, rel, f"{where}: {name} needs {wanted}", parts), where)
             parts.append(statement)
+        changed = next((n for n in ast.walk(module) if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load) and _base(n) in self.owner), None)
+        if changed is not None:
+            raise ToolError(f"{where}: {rel} sets an attribute of {_base(changed)} at line {changed.lineno}, so what it is is known only by running the module; copy what it does into the candidate.")
 
     def _check_function(self, module: ast.Module, function: ast.FunctionDef, rel: str, where: str) -> None:
         name = function.name
@@ -201,7 +229,7 @@ class _Functions:
             raise ToolError(f"{where}: {name} in {rel} declares {', '.join(scoped.names)} global at line {scoped.lineno}; a function that changes its module's names cannot be taken apart from it. Copy what it does into the candidate.")
 
     def check(self, tree: ast.Module, shown: str, inlined: list[ast.ImportFrom]) -> None:
-        """The candidate's side: it calls the functions only once its own code has run, and binds none of the names they bring."""
+        """The candidate's side: it calls the functions only once its own code has run, and binds none of the names they read."""
         if not self.defs:
             return
         early = next((n for n in _module_level_loads(tree) if n.id in self.imported), None)
@@ -211,21 +239,23 @@ class _Functions:
                 "the candidate's code, so call them inside build or evaluate."
             )
         own = {statement for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)) for statement in _import_forms(node)}
-        # the candidate's own import of the same name binds the same value the functions read (if from the same module, see below)
+        # the candidate's own import of the same name binds the same value the functions read (bind() refuses another value)
         replaced = {id(alias) for node in inlined for alias in node.names if alias.asname in (None, alias.name)}
+        names = sorted({*self.brought, *self.builtins, *(n for (_, n) in self.defs if n not in self.imported)})
         for node in ast.walk(tree):
             if id(node) in replaced:
                 continue
-            for name in sorted({*self.brought, *(set(self.defs) - self.imported)}):
+            for name in names:
                 if _rebinds_elsewhere(node, name) and not isinstance(node, (ast.Subscript, ast.AugAssign)):
                     if isinstance(node, ast.alias) and self.brought.get(name) in own:
                         continue  # the same library, imported the same way
-                    raise ToolError(f"{shown} line {getattr(node, 'lineno', '?')} binds {name}, which the job's functions it imports read from their module; give it another name.")
+                    raise ToolError(f"{shown} line {getattr(node, 'lineno', '?')} binds {name}, which the job's functions it imports read; give it another name.")
 
     def text(self) -> str:
         if not self.defs:
             return ""
-        blocks = [f"# {name}: from {where}, as judged\n{text}\n" for name, (text, where) in reversed(self.defs.items())]
+        ordered = sorted(self.defs.items(), key=lambda item: (item[0][0], item[1][0]))  # each module's functions in its own order
+        blocks = [f"# {name}: from {where}, as judged\n{text}\n" for (_, name), (_, text, where) in ordered]
         return "\n\n" + "\n\n".join(blocks)
 
 
@@ -236,26 +266,29 @@ def _bound_at_top(module: ast.Module, name: str) -> bool:
     return any(_rebinds_elsewhere(node, name) for node in ast.walk(module))
 
 
-def _free_names(function: ast.FunctionDef) -> set[str]:
-    """Names `function` reads that none of its own scopes binds (an over-estimate of its locals, never of its module's names)."""
-    local: set[str] = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.arg):
-            local.add(node.arg)
-        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            local.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not function:
-            local.add(node.name)
-        elif isinstance(node, ast.alias):
-            local.add(node.asname or node.name.split(".")[0])
-        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            local.add(node.name)
-    loads = {node.id for node in ast.walk(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
-    return loads - local
+def _base(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _free_names(segment: str, rel: str) -> set[str]:
+    """The module-level names a top-level function's text reads: in its defaults and annotations, and in any of its scopes."""
+    top = symtable.symtable(segment, rel, "exec")
+    found = {s.get_name() for s in top.get_symbols() if s.is_referenced()}
+    pending = list(top.get_children())
+    while pending:
+        table = pending.pop()
+        found |= {s.get_name() for s in table.get_symbols() if s.is_global() and (s.is_referenced() or s.is_assigned())}
+        pending += table.get_children()
+    return found
 
 
 def _library_import(module: ast.Module, name: str) -> str | None:
-    """The module's top-level import binding `name` to an allow-listed library, as a statement; None when none does."""
+    """The module's top-level import binding `name` to an allow-listed library, as a statement; None when none does
+    (or when something else binds the name too)."""
+    if sum(1 for node in ast.walk(module) if _rebinds_elsewhere(node, name)) != 1:
+        return None
     for statement in module.body:
         if isinstance(statement, ast.Import):
             for alias in statement.names:
