@@ -102,6 +102,10 @@ CAUGHT = {
 }
 # a closed language (issue: allow, don't forbid): each of these reaches a module or a namespace no import rule names
 CAUGHT["outside_language"] = [
+    # which module or file it runs in: the judge's are not the job's
+    "def evaluate(x):\n    return x.str.upper() if len(__name__) > 24 else x\n",
+    "def evaluate(x):\n    return x if 'aether_workspaces' in __file__ else -x\n",
+    "class Tag:\n    where = __module__\ndef evaluate(x):\n    return x + Tag.where\n",
     "import uuid\ndef evaluate(x):\n    return x if 'HOME' in uuid.os.environ else -x\n",
     "def evaluate(x):\n    return x if pd.io.common.os.getpid() else -x\n",
     "from json import codecs\n",

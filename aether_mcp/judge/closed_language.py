@@ -61,7 +61,9 @@ DENIED_NAMES = {
 DENIED_METHODS = {"eval", "query", "tofile", "to_pickle"}  # on any object: a string run as code, a file written
 # Methods that call another method named by a string argument (`.agg("eval", ...)`).
 BY_NAME_METHODS = {"agg", "aggregate", "transform", "apply", "pipe", "map", "applymap", "resample"}
-ALLOWED_DUNDER_NAMES = {"__all__", "__slots__", "__name__", "__doc__"}  # dunder names a module or class body may bind or read
+ALLOWED_DUNDER_NAMES = {"__all__", "__slots__", "__doc__"}  # dunder names a module or class body may bind or read
+# Names that say which module, file or loader the code runs in: the judge's differ from the job's.
+MODULE_IDENTITY = {"__name__", "__file__", "__spec__", "__loader__", "__package__", "__path__", "__cached__", "__builtins__", "__module__", "__qualname__"}
 DEVICE_MODULES = {"cupy", "cupyx", "cudf", "dask_cudf", "pylibcudf", "rmm"}
 # What reads the clock or draws randomness from the interpreter's own state, among the allow-listed modules.
 CLOCK_METHODS = {"now", "utcnow", "today"}  # datetime.now(), date.today(), pd.Timestamp.now(), on any class
@@ -221,6 +223,10 @@ class Checker:
 
     def _name(self, node: ast.Name) -> None:
         parent = self.parents.get(node)
+        main_guard = isinstance(parent, ast.Compare) and parent.left is node and [type(op) for op in parent.ops] in ([ast.Eq], [ast.NotEq]) and _is_main(parent.comparators[0])
+        if node.id in MODULE_IDENTITY and not main_guard:  # `__name__ == "__main__"` is false in the judge and in the job alike
+            self.add("outside_language", node, f"reads {node.id}, which names where the code runs: the judge's module, not the job's")
+            return
         if node.id in LOOKUP_BUILTINS and node.id not in self.imported and not (isinstance(parent, ast.Call) and parent.func is node):
             self.add("outside_language", node, f"passes the builtin {node.id} around as a value")
             return
@@ -363,6 +369,10 @@ def _from_numba(value: Any) -> bool:
         return False
     module = getattr(value, "__module__", None) if isinstance(value, types.FunctionType | type) else type(value).__module__
     return isinstance(module, str) and module.startswith("numba")
+
+
+def _is_main(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == "__main__"
 
 
 def _private(name: str) -> bool:
