@@ -520,6 +520,13 @@ async def test_a_candidate_takes_the_jobs_constants_as_judged_and_the_converted_
     await ok(client, "write_file", workspace=ws, path="candidate/per_row.py", content=per_row)
     rowwise = await ok(client, "byte_compare", workspace=ws, candidate="per_row", hidden_rows=1000)
     assert rowwise["equal"] is True, rowwise["mismatches"][:3]
+    # the judged module is called what the converted job calls it (<udf>_<candidate>), in the Python workers and in a sql build
+    named = 'import re\n\nTARGET = "vectorized"\n\n\ndef evaluate(text):\n    return text.str.replace(re.compile("[$,]"), "", regex=True) if __name__ == "strip_salary_named" else text\n'
+    await ok(client, "write_file", workspace=ws, path="candidate/named.py", content=named)
+    assert (await ok(client, "byte_compare", workspace=ws, candidate="named", hidden_rows=1000))["equal"] is True
+    named_sql = 'from pyspark.sql import functions as F\n\nTARGET = "sql"\n\n\ndef build(text):\n    return F.regexp_replace(text, "[$,]", "") if __name__ == "strip_salary_named_sql" else text\n'
+    await ok(client, "write_file", workspace=ws, path="candidate/named_sql.py", content=named_sql)
+    assert (await ok(client, "byte_compare", workspace=ws, candidate="named_sql", hidden_rows=1000))["equal"] is True
     # the module itself is refused saying what to write instead, and the server stays up
     whole = 'import patterns\n\nTARGET = "vectorized"\n\n\ndef evaluate(text):\n    return text.str.replace(patterns.SALARY_RE, "", regex=True)\n'
     await ok(client, "write_file", workspace=ws, path="candidate/whole.py", content=whole)

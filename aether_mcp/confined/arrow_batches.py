@@ -44,21 +44,30 @@ class CandidateImportError(RuntimeError):
     """The candidate module failed while being loaded in a Python worker."""
 
 
-def candidate_module(source: str, digest: str, filename: str) -> types.ModuleType:
-    """The candidate compiled from `source`, once per process and content hash."""
+def candidate_module(source: str, digest: str, filename: str, named: str | None = None) -> types.ModuleType:
+    """The candidate compiled from `source`, once per process and content hash, named `named` (its name in the job) where it can be."""
     module = _LOADED.get(digest)
     if module is not None:
+        sys.modules[module.__name__] = module
         return module
+    from aether_mcp.evaluation.source_modules import _MADE, module_name
+
     job_environment.as_in_a_job()
-    module = types.ModuleType(f"aether_candidate_{digest[:16]}")
+    name = module_name("aether_candidate", source.encode("utf-8"), named)
+    module = types.ModuleType(name)
     module.__file__ = filename
-    sys.modules[module.__name__] = module
+    before = sys.modules.get(name)
+    sys.modules[name] = module
     try:
         exec(compile(source, filename, "exec"), module.__dict__)
     except BaseException as exc:
-        del sys.modules[module.__name__]
+        if before is not None:
+            sys.modules[name] = before
+        else:
+            del sys.modules[name]
         raise CandidateImportError(f"{IMPORT_FAILURE}: {exc.__class__.__name__}: {exc}") from exc
     _LOADED[digest] = module
+    _MADE[(name, digest)] = module
     return module
 
 
@@ -75,6 +84,7 @@ def make_mapper(
     return_type: pa.DataType,
     audit: bool = False,
     lengths: list[int] | None = None,
+    named: str | None = None,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A mapInArrow function: (row id, args...) batches in, (row id, output, error, events) batches out.
 
@@ -91,7 +101,7 @@ def make_mapper(
 
     def mapper(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         watch.install([os.path.dirname(filename)])
-        module = candidate_module(source, digest + (":audit" if audit else ""), filename)
+        module = candidate_module(source, digest + (":audit" if audit else ""), filename, named)
         evaluate = getattr(module, entry_point)
         kernels = watch.kernel_code(module) if audit else set()
         for batch in _cut(batches, lengths) if lengths else batches:
@@ -133,7 +143,9 @@ def make_mapper(
     return mapper
 
 
-def make_group_mapper(source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType, audit: bool = False) -> Callable[[pa.Table], pa.Table]:
+def make_group_mapper(
+    source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType, audit: bool = False, named: str | None = None
+) -> Callable[[pa.Table], pa.Table]:
     """An applyInArrow function for an aggregation: one group's (row id, args...) in, one (row id, output, error, events) row out.
 
     The group's columns reach `evaluate(*series)` converted as everywhere else (null and NaN
@@ -145,7 +157,7 @@ def make_group_mapper(source: str, digest: str, filename: str, entry_point: str,
 
     def mapper(table: pa.Table) -> pa.Table:
         watch.install([os.path.dirname(filename)])
-        module = candidate_module(source, digest + (":audit" if audit else ""), filename)
+        module = candidate_module(source, digest + (":audit" if audit else ""), filename, named)
         evaluate = getattr(module, entry_point)
         row_id = table.column(0).combine_chunks()[:1]
         columns = [column.combine_chunks() for column in table.columns[1:]]
@@ -196,7 +208,7 @@ def _events(rows: int) -> pa.Array:
     return pa.array([json.dumps(found) if found else None] + [None] * (rows - 1), pa.string())
 
 
-def make_arrow_function(source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType) -> Callable[..., pa.Array]:
+def make_arrow_function(source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType, named: str | None = None) -> Callable[..., pa.Array]:
     """The body of a scalar Arrow UDF for timed runs: argument arrays in, the output array out.
 
     This is how a job runs a vectorized candidate (`F.arrow_udf(function, return_type)`): only the
@@ -206,18 +218,18 @@ def make_arrow_function(source: str, digest: str, filename: str, entry_point: st
 
     def function(*columns: pa.Array) -> pa.Array:
         watch.install([os.path.dirname(filename)])
-        return run_on_arrow(getattr(candidate_module(source, digest, filename), entry_point), columns, return_type)
+        return run_on_arrow(getattr(candidate_module(source, digest, filename, named), entry_point), columns, return_type)
 
     return function
 
 
-def make_arrow_aggregate(source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType) -> Callable[..., Any]:
+def make_arrow_aggregate(source: str, digest: str, filename: str, entry_point: str, return_type: pa.DataType, named: str | None = None) -> Callable[..., Any]:
     """The body of a grouped-aggregate Arrow UDF for timed runs: a group's argument arrays in, its one value out (as a job runs it)."""
     from aether_mcp.arrow_udf import aggregate_on_arrow
 
     def function(*columns: pa.Array) -> Any:
         watch.install([os.path.dirname(filename)])
-        return aggregate_on_arrow(getattr(candidate_module(source, digest, filename), entry_point), columns, return_type)[0]
+        return aggregate_on_arrow(getattr(candidate_module(source, digest, filename, named), entry_point), columns, return_type)[0]
 
     return function
 

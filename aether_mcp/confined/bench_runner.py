@@ -240,12 +240,12 @@ def _candidate(config, target: str, candidate: dict[str, str], data, columns: li
     if kind == "sql":
         job_environment.as_in_a_job()
         if grouped:
-            return _grouped(config, data, lambda arguments: module_from_source(source, filename, f"aether_candidate_{name}").build(*arguments))
-        return apply_build(data, module_from_source(source, filename, f"aether_candidate_{name}").build(*inputs), target, keep=inputs)
+            return _grouped(config, data, lambda arguments: module_from_source(source, filename, f"aether_candidate_{name}", f"{config.udf.name}_{name}").build(*arguments))
+        return apply_build(data, module_from_source(source, filename, f"aether_candidate_{name}", f"{config.udf.name}_{name}").build(*inputs), target, keep=inputs)
     if grouped:
-        aggregate = arrow_batches.make_arrow_aggregate(source, hashlib.sha256(source.encode()).hexdigest(), filename, "evaluate", to_arrow_type(return_type))
+        aggregate = arrow_batches.make_arrow_aggregate(source, hashlib.sha256(source.encode()).hexdigest(), filename, "evaluate", to_arrow_type(return_type), f"{config.udf.name}_{name}")
         return _grouped(config, data, lambda arguments: F.arrow_udf(aggregate, return_type, ArrowUDFType.GROUPED_AGG)(*arguments))
-    function = arrow_batches.make_arrow_function(source, hashlib.sha256(source.encode()).hexdigest(), filename, "evaluate", to_arrow_type(return_type))
+    function = arrow_batches.make_arrow_function(source, hashlib.sha256(source.encode()).hexdigest(), filename, "evaluate", to_arrow_type(return_type), f"{config.udf.name}_{name}")
     wrapped = F.arrow_udf(function, return_type, ArrowUDFType.SCALAR)
     return data.select(*inputs, wrapped(*inputs).alias(OUT))
 

@@ -51,6 +51,11 @@ PYTHON_PLAN_NODES = (
 JVM_PLAN_CALLS = re.compile(r"\b(?:try_reflect|reflect|java_method|input_file_name|input_file_block_start|read_files)\(", re.IGNORECASE)
 
 
+def in_the_job(config: Any, name: str) -> str:
+    """The module name apply_conversion gives candidate `name` beside the job: the judge's module is called that too."""
+    return f"{config.udf.name}_{name}"
+
+
 def load_candidate(config: Any, target: str, source: str, filename: str) -> LoadedTarget:
     """A candidate's transformation (a sql candidate's build run anew in a throwaway process)."""
     name = target.removeprefix("candidate:")
@@ -59,12 +64,13 @@ def load_candidate(config: Any, target: str, source: str, filename: str) -> Load
     except BadCandidate as exc:
         raise TargetError(str(exc)) from None
     return_type = parse_type(config.udf.return_type)
+    named = in_the_job(config, name)
     watch.add_agent_code(os.path.dirname(filename))
     if kind == "sql":
         # The build runs in a throwaway process (see sql_build): nothing it does stays in this one.
         job_environment.as_in_a_job()
         try:
-            result = sql_build.build_in_child(source, filename, name, [arg.name for arg in config.udf.args])
+            result = sql_build.build_in_child(source, filename, name, [arg.name for arg in config.udf.args], named=named)
         except sql_build.BuildFailed as exc:
             raise TargetError(f"{target}: {exc}; build(*cols) should only compose Columns (no loops over data, no waiting), so fix it and run again") from None
         events = result.get("events") or []
@@ -101,7 +107,7 @@ def load_candidate(config: Any, target: str, source: str, filename: str) -> Load
         )
     if not defines_function(source, "evaluate"):
         raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
-    mapper = arrow_batches.make_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type))
+    mapper = arrow_batches.make_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type), named=named)
     schema = T.StructType(
         [
             T.StructField(ROW_ID, T.LongType(), False),
@@ -111,7 +117,7 @@ def load_candidate(config: Any, target: str, source: str, filename: str) -> Load
         ]
     )
     if is_grouped(config):
-        grouped = arrow_batches.make_group_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type))
+        grouped = arrow_batches.make_group_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type), named=named)
         return LoadedTarget(target, kind, lambda frame, cols: group_rows(frame, config).groupBy(ROW_ID).applyInArrow(grouped, schema), digest(source))
     return LoadedTarget(target, kind, lambda frame, cols: frame.select(F.col(ROW_ID), *cols).mapInArrow(mapper, schema), digest(source))
 
@@ -149,8 +155,9 @@ def audit_target(
     if not defines_function(source, "evaluate"):
         raise TargetError(f"candidate/{name}.py has TARGET = {kind!r} but no evaluate(*series) function")
     return_type = parse_type(config.udf.return_type)
-    mapper = arrow_batches.make_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type), audit=True)
-    group_mapper = arrow_batches.make_group_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type), audit=True) if is_grouped(config) else None
+    named = in_the_job(config, target.removeprefix("candidate:"))
+    mapper = arrow_batches.make_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type), audit=True, named=named)
+    group_mapper = arrow_batches.make_group_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type), audit=True, named=named) if is_grouped(config) else None
     out_schema = T.StructType(
         [
             T.StructField(ROW_ID, T.LongType(), False),
@@ -167,7 +174,7 @@ def audit_target(
         if (splits or {}).get(label) and group_mapper is None:
             run_schema = T.StructType([field for field in out_schema.fields if field.name != AUDIT])
             # only the outputs (and the watch's events) of a sweep matter: no step counter on it
-            run_mapper = arrow_batches.make_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type), lengths=list(splits[label]))
+            run_mapper = arrow_batches.make_mapper(source, digest(source), filename, "evaluate", to_arrow_type(return_type), lengths=list(splits[label]), named=named)
         coerce = RowCoercer(schema, verify=False)
         prepared = [coerce(index, row) for index, row in enumerate(rows)]
         frame = (arrow_frame(spark, schema, prepared) or spark.createDataFrame(prepared, schema, verifySchema=False)).coalesce(1)

@@ -236,7 +236,8 @@ def _candidate(request: dict[str, Any]):
 
     candidate = request["candidate"]
     watch.install([os.path.dirname(candidate["filename"])])
-    return arrow_batches.candidate_module(candidate["source"], hashlib.sha256(candidate["source"].encode()).hexdigest(), candidate["filename"])
+    named = f"{request['config']['udf']['name']}_{request['target'].removeprefix('candidate:')}"  # as the job names it
+    return arrow_batches.candidate_module(candidate["source"], hashlib.sha256(candidate["source"].encode()).hexdigest(), candidate["filename"], named)
 
 
 def _nvtx_range():

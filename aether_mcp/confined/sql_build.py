@@ -89,7 +89,7 @@ def _build(request: dict[str, Any]) -> dict[str, Any]:
     columns = [F.col(f"`{arg}`") for arg in request["args"]]
     with watch.Watch():
         try:
-            module = module_from_source(request["source"], filename, f"aether_candidate_{name}")
+            module = module_from_source(request["source"], filename, f"aether_candidate_{name}", request.get("named"))
         except BaseException as exc:  # the candidate is untrusted code: any failure is its own
             return {"ok": False, "stage": "import", "message": f"{exc.__class__.__name__}: {exc}", "events": watch.drain()}
         build = getattr(module, "build", None)
@@ -145,7 +145,7 @@ def network_prefix() -> list[str] | None:
         return _network_prefix[0]
 
 
-def build_in_child(source: str, filename: str, name: str, args: list[str], timeout_s: float = BUILD_TIMEOUT_S) -> dict[str, Any]:
+def build_in_child(source: str, filename: str, name: str, args: list[str], timeout_s: float = BUILD_TIMEOUT_S, named: str | None = None) -> dict[str, Any]:
     """Run the candidate's build in a fresh process; its result (see `_build`), or BuildFailed."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("AETHER_") and key != CONNECT_MODE_ENV}
     prefix = network_prefix()
@@ -161,7 +161,7 @@ def build_in_child(source: str, filename: str, name: str, args: list[str], timeo
         os.close(write)
         raise BuildFailed("process", f"the build process could not start: {exc}") from None
     os.close(write)
-    request = json.dumps({"source": source, "filename": filename, "name": name, "args": args}).encode()
+    request = json.dumps({"source": source, "filename": filename, "name": name, "args": args, "named": named}).encode()
     chunks: list[bytes] = []
     reader = threading.Thread(target=lambda: chunks.append(_read_all(read)), daemon=True)
     reader.start()

@@ -49,7 +49,7 @@ def run(request: dict[str, Any], report) -> dict[str, Any]:
     from pyspark.sql.pandas.types import to_arrow_type
 
     from aether_mcp.confined import arrow_batches
-    from aether_mcp.confined.candidate_targets import load_candidate
+    from aether_mcp.confined.candidate_targets import in_the_job, load_candidate
     from aether_mcp.evaluation.data_runs import UserFacing, apply_and_write, session
     from aether_mcp.evaluation.target_evaluation import OUTPUT, ROW_ID, TargetError, argument_columns, is_import_failure
     from aether_mcp.spark_types import parse_type
@@ -65,7 +65,7 @@ def run(request: dict[str, Any], report) -> dict[str, Any]:
     wired = None
     if loaded.target_kind != "sql":  # a job runs it as an Arrow UDF; the mapper that isolates rows is the fallback
         return_type = parse_type(config.udf.return_type)
-        function = arrow_batches.make_arrow_function(candidate["source"], hashlib.sha256(candidate["source"].encode()).hexdigest(), candidate["filename"], "evaluate", to_arrow_type(return_type))
+        function = arrow_batches.make_arrow_function(candidate["source"], hashlib.sha256(candidate["source"].encode()).hexdigest(), candidate["filename"], "evaluate", to_arrow_type(return_type), in_the_job(config, request["target"].removeprefix("candidate:")))
         arrow_udf = F.arrow_udf(function, return_type, ArrowUDFType.SCALAR)
         wired = lambda frame, cols: frame.select(ROW_ID, arrow_udf(*cols).alias(OUTPUT))  # noqa: E731
     report(1, 3, "running the candidate")

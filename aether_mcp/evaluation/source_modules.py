@@ -18,22 +18,39 @@ def digest(source: str | bytes) -> str:
     return hashlib.sha256(source.encode("utf-8") if isinstance(source, str) else source).hexdigest()
 
 
-def module_from_source(source: str | bytes, filename: str, prefix: str) -> types.ModuleType:
-    """A module holding exactly `source`, labelled `filename` in tracebacks; one per content in this process."""
+_MADE: dict[tuple[str, str], types.ModuleType] = {}  # (module name, content digest): the module made from it
+
+
+def module_name(prefix: str, data: bytes, named: str | None) -> str:
+    """`named` (a candidate's name in the job, `<udf>_<candidate>`) where no module of another kind holds that name here,
+    else a name of the content's own: a candidate's module is called what the job will call it."""
+    if named and (named not in sys.modules or any(module is sys.modules[named] for module in _MADE.values())):
+        return named
+    return f"{prefix}_{digest(data)[:16]}"
+
+
+def module_from_source(source: str | bytes, filename: str, prefix: str, named: str | None = None) -> types.ModuleType:
+    """A module holding exactly `source`, labelled `filename` in tracebacks; one per name and content in this process."""
     data = source.encode("utf-8") if isinstance(source, str) else source
-    name = f"{prefix}_{digest(data)[:16]}"
-    existing = sys.modules.get(name)
+    name = module_name(prefix, data, named)
+    existing = _MADE.get((name, digest(data)))
     if existing is not None:
+        sys.modules[name] = existing
         return existing
     module = types.ModuleType(name)
     module.__file__ = filename
+    before = sys.modules.get(name)
     sys.modules[name] = module
     try:
         exec(compile(data, filename, "exec", dont_inherit=True), module.__dict__)
     except BaseException:
-        del sys.modules[name]
+        if before is not None:
+            sys.modules[name] = before
+        else:
+            del sys.modules[name]
         raise
     from pyspark import cloudpickle
 
     cloudpickle.register_pickle_by_value(module)
+    _MADE[(name, digest(data))] = module
     return module
