@@ -81,6 +81,21 @@ def test_cpu_profile_points_at_per_row_python(root, workers, workspace):
     assert result.hints[0].startswith("fee_for (") and "per row" in result.hints[0]
 
 
+def _through_the_protocol(root, workers, tool: str, **arguments):
+    import anyio
+    from mcp import Client
+
+    from aether_mcp.server import build_server
+
+    async def call():
+        async with Client(build_server(str(root.path), workers=workers, warm_start=False)) as client:
+            result = await client.call_tool(tool, arguments)
+            assert not result.is_error, result.content[0].text
+            return result.structured_content
+
+    return anyio.run(call)
+
+
 def test_spark_plan_profile_finds_a_value_copied_into_case_branches(root, workers, workspace):
     _write(workspace, "one", SQL_CANDIDATE)
     _write(workspace, "steps", STEPPED_SQL)
@@ -93,13 +108,14 @@ def test_spark_plan_profile_finds_a_value_copied_into_case_branches(root, worker
     assert "Project" in copied.location and "steps" in one.hints[0] and "not timed" in one.hints[0] and one.steps is None
     assert Path(one.artifacts["physical_plan"]).read_text() == one.plans["physical"]
 
-    steps = profiling.nsys_profile(root, workers, workspace, "steps", spec={"weight": {"min": 0.1, "max": 50.0}})
-    assert not any("raise_error" in h.function for h in steps.hotspots)
+    # what each step costs, as an agent asks for it: through the MCP client
+    steps = _through_the_protocol(root, workers, "nsys_profile", workspace=str(workspace), candidate="steps", spec={"weight": {"min": 0.1, "max": 50.0}})
+    assert not any("raise_error" in h["function"] for h in steps["hotspots"])
     # each step timed as every step up to it written out (what it adds is measured; the numbers are not asserted)
-    assert list(steps.step_seconds) == ["_checked", "_out"] and steps.step_rows == 200_000
-    assert steps.hints[0].startswith(("step '_checked' costs most", "step '_out' costs most", "no step stands out"))
-    assert steps.codegen["operators"] > one.codegen["operators"]  # one projection per step
-    assert steps.steps == {"helpers": ["_checked"], "kept": ["_checked"], "inlined": [], "projections": 2}  # used twice: kept
+    assert list(steps["step_seconds"]) == ["_checked", "_out"] and steps["step_rows"] == 200_000
+    assert steps["hints"][0].startswith(("step '_checked' costs most", "step '_out' costs most", "no step stands out"))
+    assert steps["codegen"]["operators"] > one.codegen["operators"]  # one projection per step
+    assert steps["steps"] == {"helpers": ["_checked"], "kept": ["_checked"], "inlined": [], "projections": 2}  # used twice: kept
 
     # a step used once is merged back by Spark (CollapseProject), and the profile says so
     _write(workspace, "merged", STEPPED_SQL.replace('("_checked", checked)', '("_fee", fee), ("_checked", F.when(weight <= 0, F.raise_error(F.lit("weight must be positive"))).otherwise(F.col("_fee")))'))
