@@ -54,7 +54,7 @@ Phase 2, convert: write a candidate and prove it equal to the original as Spark 
 
 BENCHMARK = """\
 Phase 3, benchmark: measure the original, the candidate and the no-UDF floor in real Spark jobs.
-1. run_benchmark(workspace, "<name>") (rows default 1,000,000; give `spec` when the generated data
+1. run_benchmark(workspace, "<name>") (rows default 200,000; give `spec` when the generated data
    should follow the real distribution, e.g. valid coordinate ranges). It refuses a candidate that
    byte_compare does not find equal.
 2. Read speedup with its 95% interval and overhead_eliminated ((original - candidate) /

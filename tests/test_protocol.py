@@ -422,6 +422,10 @@ async def test_prompts_give_the_loop_and_each_phase(client):
     assert optimize.startswith("Workspace: aether_workspaces/shipping_fee") and 'try_optimization(workspace, "fee", label)' in optimize
     specify = (await client.get_prompt("specify", {"workspace": "w"})).messages[0].content.text
     assert "freeze_tests(workspace)" in specify and "Never weaken the tests" in specify
+    # the numbers a prompt gives are the ones the tool's schema applies
+    benchmark = (await client.get_prompt("benchmark", {"workspace": "w", "candidate": "fee"})).messages[0].content.text
+    schema = next(t for t in (await client.list_tools()).tools if t.name == "run_benchmark").input_schema
+    assert f"rows default {schema['properties']['rows']['default']:,}" in benchmark, benchmark[:300]
 
 
 async def test_reference_notes_are_resources(client):
