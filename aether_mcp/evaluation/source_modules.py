@@ -22,11 +22,25 @@ _MADE: dict[tuple[str, str], types.ModuleType] = {}  # (module name, content dig
 
 
 def module_name(prefix: str, data: bytes, named: str | None) -> str:
-    """`named` (a candidate's name in the job, `<udf>_<candidate>`) where no module of another kind holds that name here,
-    else a name of the content's own: a candidate's module is called what the job will call it."""
-    if named and (named not in sys.modules or any(module is sys.modules[named] for module in _MADE.values())):
-        return named
+    """`named` (a candidate's name in the job, `<udf>_<candidate>`) where no other module has or could be imported under
+    that name here, else a name of the content's own: a candidate's module is called what the job will call it, but
+    never what a library the harness imports later is called."""
+    if named and named.isidentifier():
+        if named in sys.modules:
+            if any(module is sys.modules[named] for module in _MADE.values()):
+                return named
+        elif not _importable(named):
+            return named
     return f"{prefix}_{digest(data)[:16]}"
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return True
 
 
 def module_from_source(source: str | bytes, filename: str, prefix: str, named: str | None = None) -> types.ModuleType:
