@@ -52,7 +52,7 @@ SHAPES = [
     ),
     Shape("package_layout", "3: relative, star and top-package imports inside a package", "proj/jobs/customers.py", "display_name", [["  ada   lovelace "], ["o'brien"], [None], [""]]),
     Shape("udf_in_udfs_module", "3: a `@udf` in udfs.py that the job imports", "job.py", "is_valid_email", [["ada@example.com"], [" Bob@Example.org "], ["nope"], [None]]),
-    Shape("local_module_constant", "4: `from patterns import SALARY_RE` beside the job", "job.py", "strip_salary", [["$1,200"], ["n/a"], [None]]),
+    Shape("local_module_constant", "4: `from patterns import SALARY_RE` beside the job, imported by the candidate too", "job.py", "strip_salary", [["$1,200"], ["n/a"], [None]]),
     Shape("module_attribute", "4: `import settings` then `settings.MIN_AGE`", "job.py", "age_band", [[17], [18], [65], [66], [None]]),
     Shape("keyword_register", "5: `spark.udf.register(name=..., f=..., returnType=...)`, date parsing", "job.py", "custom_to_date", [["2024-02-29"], ["2023-02-29"], [" 2024-1-5 "], ["soon"], [None]], {"text": "string"}),
     Shape("date_parsing", "a timestamp string parsed with strptime, its format shown in a comment", "job.py", "signup_hour", [["2015-04-21 16:56:08 UTC"], ["2024-02-29 00:00:00 UTC"], [None]], {"created_at": "string"}),
