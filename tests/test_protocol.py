@@ -51,9 +51,13 @@ TOOL_ORDER = [
 # read-only: changes no file of the agent or the user (a tool may add the server's own records under .aether/)
 READ_ONLY = {
     "scan_project", "workspace_status", "list_files", "read_file", "list_snapshots", "diff", "run_status",
-    "run_tests", "coverage_report", "mutation_score", "audit_tests", "byte_compare", "audit_candidate",
+    "run_tests", "coverage_report", "mutation_score", "suggest_inputs", "audit_tests", "byte_compare", "audit_candidate",
     "run_benchmark", "validate_on_data", "tune_arrow_batch", "micro_benchmark", "nsys_profile", "report",
 }
+
+# may reach other machines: a spark:// or sc:// master given or frozen in aether.toml's [benchmark], or a data URI
+# (s3a://, hdfs://); start_run can start any of them. Every other tool stays on this machine.
+OPEN_WORLD = {"run_benchmark", "validate_on_data", "tune_arrow_batch", "try_optimization", "start_run"}
 
 pytestmark = pytest.mark.anyio
 
@@ -98,7 +102,10 @@ async def test_tools_list_is_pinned(client):
     assert [t.name for t in listed] == TOOL_ORDER
     for tool in listed:
         assert tool.title and tool.description and len(tool.description.encode()) <= 1200
-        assert tool.annotations.open_world_hint is False
+        assert tool.annotations.open_world_hint is (tool.name in OPEN_WORLD), tool.name
+        # a tool that takes a Spark master or a data URI can reach another machine, whatever else it does
+        if {"master", "data"} & set(tool.input_schema["properties"]):
+            assert tool.name in OPEN_WORLD, tool.name
         assert tool.annotations.read_only_hint is (tool.name in READ_ONLY)
         assert tool.input_schema["additionalProperties"] is False
         assert '"title"' not in json.dumps(tool.input_schema)

@@ -84,7 +84,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="start_run",
         title="Start a long tool call in the background",
-        annotations=tool_annotations(read_only=False),
+        annotations=tool_annotations(read_only=False, open_world=True),
         description=(
             f"For work longer than a host waits for (benchmarks at 1M rows, optimization steps, audits): starts `tool` "
             f"({', '.join(BACKGROUND_TOOLS)}) with `arguments` exactly as a direct call takes them (checked now) and returns "

@@ -96,7 +96,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="suggest_inputs",
         title="Input rows that close coverage and mutation gaps",
-        annotations=tool_annotations(read_only=False, idempotent=False),
+        annotations=tool_annotations(read_only=True, idempotent=False),  # suggests; record_cases is what writes
         description=(
             "Constraints: needs cases in tests/cases.py and Java 17+ (runs coverage_report and mutation_score when "
             "their results are stale). Returns argument rows in record_cases form, each with what it targets: an "

@@ -48,7 +48,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="run_benchmark",
         title="Benchmark original vs candidate vs the no-UDF floor in Spark",
-        annotations=tool_annotations(read_only=True, idempotent=False),
+        annotations=tool_annotations(read_only=True, idempotent=False, open_world=True),
         description=(
             "Constraints: the candidate must pass byte_compare on 2000 hidden rows first; kernel candidates need the GPU backend. "
             "Generates (or reuses) data as generate_data does (`spec`), then a separate Spark application (`master`, else "
@@ -80,7 +80,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="validate_on_data",
         title="Compare original and candidate over the user's own data, inside Spark",
-        annotations=tool_annotations(read_only=True, idempotent=False),
+        annotations=tool_annotations(read_only=True, idempotent=False, open_world=True),
         description=(
             "Constraints: not for aggregations; data: Parquet, CSV, JSON or ORC inside the root, or a URI the master reads. "
             "Three Spark applications on `master`: the original over the data's argument columns (`columns`, in argument order, "
@@ -104,7 +104,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="tune_arrow_batch",
         title="Sweep the Arrow batch size for a vectorized candidate",
-        annotations=tool_annotations(read_only=True, idempotent=False),
+        annotations=tool_annotations(read_only=True, idempotent=False, open_world=True),
         description=(
             "Constraints: a vectorized (on a GPU, kernel) candidate that passes byte_compare on 2000 hidden rows; 1 to 12 values "
             "of spark.sql.execution.arrow.maxRecordsPerBatch (default 1000 to 500000). Times the candidate (and a pandas UDF "
@@ -169,7 +169,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
     @server.tool(
         name="try_optimization",
         title="One verified optimize step: keep the change only if clean, equal and faster",
-        annotations=tool_annotations(read_only=False, destructive=True, idempotent=False),
+        annotations=tool_annotations(read_only=False, destructive=True, idempotent=False, open_world=True),
         description=(
             "Constraints: the tests must be frozen; `label` says what changed. The first call records the candidate as the "
             "best (after an audit_candidate PASS). Each later call snapshots the files, runs audit_candidate, then times the "

@@ -35,12 +35,13 @@ JsonCell = Annotated[
 SnapshotIdArg = Annotated[int, Field(ge=0, description="a snapshot id from snapshot or list_snapshots")]
 
 
-def tool_annotations(*, read_only: bool, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
+def tool_annotations(*, read_only: bool, destructive: bool = False, idempotent: bool = False, open_world: bool = False) -> ToolAnnotations:
+    """`open_world`: the call may reach other machines (a spark:// or sc:// master, a data URI, or aether.toml's [benchmark] master)."""
     return ToolAnnotations(
         readOnlyHint=read_only,
         destructiveHint=None if read_only else destructive,
         idempotentHint=idempotent,
-        openWorldHint=False,
+        openWorldHint=open_world,
     )
 
 
