@@ -31,9 +31,9 @@ from aether_mcp.workspace import SparkConfig
 from aether_mcp.workspace.derivation import DEFAULT_SPARK_CONF
 
 INSTRUCTIONS = """\
-aether-mcp converts a PySpark Python UDF into a faster equivalent (Spark SQL, vectorized
-pandas/NumPy that also runs on cuDF/CuPy, or a CUDA kernel) and proves the two equal as Spark runs
-them. scan_project ranks a project's UDFs. Four phases, each gated:
+aether-mcp rewrites a PySpark Python UDF as Spark SQL, vectorized pandas/NumPy (also on cuDF/CuPy)
+or a CUDA kernel, and proves them equal as Spark runs them. scan_project ranks a project's UDFs.
+Four phases, each gated:
 1. Specify: init_workspace(source, udf) -> record_cases / write tests/cases.py -> run_tests(ws,
    "original") -> coverage_report, mutation_score (suggest_inputs, justify) -> audit_tests ->
    freeze_tests. Gate: tests pass on the original, every line and branch covered or justified,
@@ -41,20 +41,17 @@ them. scan_project ranks a project's UDFs. Four phases, each gated:
 2. Convert: write candidate/<name>.py (TARGET "sql" with build(*cols), or "vectorized"/"kernel"
    with evaluate(*series); `from aether_mcp.backend import xp, array, series` serves CPU and GPU)
    -> run_tests(ws, "candidate:<name>") -> byte_compare -> audit_candidate. Gate: PASS (no cheat
-   finding and a fresh exact comparison on hidden rows). A kernel on the CPU is simulated
-   (correctness only).
-3. Benchmark: run_benchmark (original vs candidate vs no-UDF floor, speedup with a 95% CI).
-4. Optimize: nsys_profile (nsys, Python profiler, or sql's Spark plan) ->
-   try_optimization(ws, name, label): the first call records the best; later calls keep a change
-   only if clean, equal and faster over the whole interval, else restore the best. Stop after 10
+   finding, equal on fresh hidden rows). A CPU kernel is simulated (correctness only).
+3. Benchmark: run_benchmark (original, candidate, no-UDF floor; speedup with a 95% CI).
+4. Optimize: nsys_profile -> try_optimization(ws, name, label): the first call records the best;
+   later ones keep a change only if clean, equal and faster, else restore the best. Stop after 10
    steps or 3 rejections in a row. Then report(ws): what to ship and its wiring.
 Then validate_on_data(ws, name, data) on real data, apply_conversion(ws, name).
-Rules: never weaken frozen tests (unfreeze_tests is logged); declare unavoidable differences with
-record_deviation; snapshot/revert/diff keep work safe; workspace_status: where a ws stands.
+Rules: never weaken frozen tests (unfreeze_tests is logged); declare real differences with
+record_deviation; snapshot/revert/diff keep work safe; workspace_status shows where a ws stands.
 Prompts: convert_udf and one per phase. Resources: aether://notes/{semantic-traps,
-spark-functions,gpu-idioms}, aether://workspaces/{name}/report, aether://schemas/{tool} (results),
-logs and charts (as resource_links).
-Long calls: start_run(tool, arguments) -> run_id at once; run_status(run_id, wait_s), cancel_run.
+spark-functions,gpu-idioms}, aether://workspaces/{name}/report, aether://schemas/{tool}.
+Long calls: start_run(tool, arguments) -> run_id; run_status(run_id, wait_s), cancel_run.
 Only files inside the server root can be used."""
 
 WARM_START_ENV = "AETHER_MCP_WARM_START"  # "0": start the Spark workers on first use only

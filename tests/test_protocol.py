@@ -411,7 +411,7 @@ async def test_benchmark_tools_through_the_protocol(client):
 
 
 async def test_instructions_explain_the_loop_in_one_screen(client):
-    assert len(client.instructions.encode()) < 2048
+    assert len(client.instructions.encode()) <= 1850  # hosts cut at 2 KB: room is left for what comes next
     for step in ("scan_project", "1. Specify", "2. Convert", "3. Benchmark", "4. Optimize", "try_optimization", "report(ws)", "validate_on_data", "apply_conversion", "record_deviation"):
         assert step in client.instructions
 
