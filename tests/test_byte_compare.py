@@ -63,6 +63,14 @@ def math_workspace(root: SandboxRoot, udf: str, candidates: dict[str, str]) -> s
     return ws
 
 
+def one_udf_workspace(tmp_path, udf_text: str, udf: str) -> tuple[SandboxRoot, str]:
+    """A job of one UDF (`udf_text`, after the udf import), and its workspace."""
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "job.py").write_text("from pyspark.sql.functions import udf\n\n\n" + udf_text)
+    root = SandboxRoot(tmp_path)
+    return root, workspaces.init_workspace(root, "jobs/job.py", udf).workspace
+
+
 def loyalty_workspace(tmp_path, workers, candidates: dict[str, str]) -> tuple[SandboxRoot, str]:
     shutil.copytree(EXAMPLES / "loyalty_pricing", tmp_path / "loyalty_pricing")
     root = SandboxRoot(tmp_path)
@@ -282,12 +290,7 @@ def test_examples_show_new_pairs_of_every_kind_before_any_repeat():
 
 
 def test_a_float_result_reports_its_distance_in_float_ulps(tmp_path, workers):
-    (tmp_path / "jobs").mkdir()
-    (tmp_path / "jobs" / "ratio.py").write_text(
-        "from pyspark.sql.functions import udf\n\n\n@udf('float')\ndef tripled(x: float) -> float:\n    return None if x is None else x * 3.0\n"
-    )
-    root = SandboxRoot(tmp_path)
-    ws = workspaces.init_workspace(root, "jobs/ratio.py", "tripled").workspace
+    root, ws = one_udf_workspace(tmp_path, "@udf('float')\ndef tripled(x: float) -> float:\n    return None if x is None else x * 3.0\n", "tripled")
     files.write_file(root, ws, "candidate/drift.py", sql("return (cols[0].cast('double') * 3.0 * (1 + 1e-7)).cast('float')"))
     result = byte_compare(root, workers, ws, "drift", hidden_rows=1000)
     values = [m for m in result.mismatches if m.kind == "value"]
@@ -298,12 +301,7 @@ def test_a_float_result_reports_its_distance_in_float_ulps(tmp_path, workers):
 def test_no_verdict_when_the_original_gives_a_value_on_too_few_compared_rows(tmp_path, workers):
     # the original returns on every row but gives a value on none of them: a candidate that returns
     # null everywhere matches it on all 1,000 rows, which proves nothing about the rows that matter
-    (tmp_path / "jobs").mkdir()
-    (tmp_path / "jobs" / "rare.py").write_text(
-        "from pyspark.sql.functions import udf\n\n\n@udf('bigint')\ndef root_of_two(n: int) -> int:\n    return None if n is None or n * n != 2 else 1\n"
-    )
-    root = SandboxRoot(tmp_path)
-    ws = workspaces.init_workspace(root, "jobs/rare.py", "root_of_two").workspace
+    root, ws = one_udf_workspace(tmp_path, "@udf('bigint')\ndef root_of_two(n: int) -> int:\n    return None if n is None or n * n != 2 else 1\n", "root_of_two")
     files.write_file(root, ws, "candidate/nothing.py", sql("return F.lit(None).cast('bigint')"))
     result = byte_compare(root, workers, ws, "nothing", hidden_rows=1000)
     evidence = result.evidence

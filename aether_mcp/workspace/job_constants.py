@@ -35,6 +35,7 @@ from pathlib import Path
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp import import_policy
+from aether_mcp.extraction.factories import is_literal
 from aether_mcp.extraction.local_modules import LocalModules
 from aether_mcp.workspace import Workspace
 from aether_mcp.workspace.candidates import candidate_modules
@@ -348,7 +349,7 @@ def _constant(module: ast.Module, name: str, rel: str, where: str) -> ast.expr:
         changed = _changing_use(module, name, statement)
         if changed is not None:
             raise ToolError(f"{where}: {rel} uses {name} at line {changed} in a way that could change it (only reads such as {name}[k], .get(), `in` and loops are followed); copy the value the job uses into the candidate.")
-    if value is None or not (_literal(value) or _compiled_pattern(value, module)):
+    if value is None or not (is_literal(value) or _compiled_pattern(value, module)):
         raise ToolError(
             f"{where}: {name} in {rel} (line {statement.lineno}) is not a literal (a number, string, tuple, list, dict or set of them, or re.compile of literals); "
             "a candidate may import only such constants from the job's modules. Write what it computes into the candidate, where it is judged with the rest."
@@ -406,24 +407,10 @@ def _rebinds_elsewhere(node: ast.AST, name: str) -> bool:
     if isinstance(node, ast.MatchMapping):
         return node.rest == name
     if isinstance(node, ast.Subscript):  # CODES[k] = v, del CODES[k]
-        return isinstance(node.ctx, (ast.Store, ast.Del)) and _names(node.value, name)
+        return isinstance(node.ctx, (ast.Store, ast.Del)) and _base(node.value) == name
     if isinstance(node, ast.AugAssign):
-        return _names(node.target, name)
+        return _base(node.target) == name
     return False
-
-
-def _names(node: ast.AST, name: str) -> bool:
-    while isinstance(node, (ast.Subscript, ast.Attribute)):
-        node = node.value
-    return isinstance(node, ast.Name) and node.id == name
-
-
-def _literal(node: ast.AST) -> bool:
-    try:
-        ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
 
 
 def _compiled_pattern(node: ast.AST, module: ast.Module) -> bool:
