@@ -4,8 +4,8 @@ A tool result names its artifacts by path; besides the path, the result's conten
 `resource_link` for each one a client can read, so a host can open a full log or chart on demand
 instead of the agent pasting it into the conversation:
 
-- `aether://workspaces/{name}/file/{+path}{?offset}`: a text artifact, one page (at most 40,000
-  characters, whole lines) from `offset`; while more follows the page ends with a line
+- `aether://workspaces/{name}/file/{+path}{?offset}`: a text artifact, one page (at most 60,000
+  bytes as sent, whole lines) from `offset`; while more follows the page ends with a line
   `[N more characters: read <uri>?offset=K]`.
 - `aether://workspaces/{name}/chart/{+path}`: a PNG chart.
 
@@ -101,7 +101,7 @@ def read_text(root: SandboxRoot, name: str, path: str, offset: int = 0) -> str:
     text = data.decode("utf-8", errors="replace")
     if not 0 <= offset <= len(text):
         raise ToolError(f"offset {offset} is past the end of {relative} ({len(text)} characters); give 0..{len(text)}.")
-    content, next_offset = paging.cut(text, offset)
+    content, next_offset = paging.cut(text, offset, mirrored=False)
     if next_offset is None:
         return content
     uri = f"aether://workspaces/{quote(name, safe='')}/file/{quote(relative.as_posix(), safe='/')}"

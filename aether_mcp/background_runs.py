@@ -21,6 +21,8 @@ import anyio
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from aether_mcp import paging
+
 MAX_RUNNING = 3  # runs share the Spark workers and the machine's cores
 MAX_KEPT = 100  # finished runs kept for run_status, newest first
 MAX_WAIT_S = 60
@@ -44,7 +46,7 @@ class RunStarted(BaseModel):
 class RunStatus(BaseModel):
     run_id: str
     tool: str
-    arguments: dict[str, Any]
+    arguments: dict[str, Any] = Field(description="the arguments the run was started with; one longer than 400 bytes is described in place of its value")
     status: Status
     progress: RunProgress | None = Field(description="the latest progress the tool reported")
     elapsed_s: float = Field(description="timing: seconds since the run started (until it ended)")
@@ -73,7 +75,7 @@ class Run:
     def status_view(self) -> RunStatus:
         end = self.ended if self.ended is not None else time.monotonic()
         return RunStatus(
-            run_id=self.run_id, tool=self.tool, arguments=self.arguments, status=self.status, progress=self.progress,
+            run_id=self.run_id, tool=self.tool, arguments=paging.abridged(self.arguments), status=self.status, progress=self.progress,
             elapsed_s=round(end - self.started, 3), result=self.result, error=self.error,
         )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,11 @@ Progress = Callable[[float, float | None, str], None]
 
 
 class Monotonic:
-    """Passes progress on, raising a count that would fall to the last one sent (plus a hair) and keeping the largest total."""
+    """Passes progress on, raising a count that would fall to the last one sent (plus a hair) and keeping the largest total.
+
+    Each note is sent under the lock, so notes leave in the order their counts rise. `keep_alive` repeats
+    the latest note, saying how long the step has run, whenever `every` seconds pass without one.
+    """
 
     STEP = 0.001
 
@@ -26,17 +31,41 @@ class Monotonic:
         self._done = -1.0
         self._total: float | None = None
         self._lock = threading.Lock()
+        self._message = "starting"
+        self._since = time.monotonic()  # when the latest message (not its repeats) was first sent
+        self._sent_at = self._since
+        self._closed = False
 
     def __call__(self, done: float, total: float | None, message: str) -> None:
         with self._lock:
-            done = max(float(done), self._done + self.STEP) if self._done >= 0 else max(float(done), 0.0)
-            if total is not None:
-                self._total = max(float(total), self._total or 0.0)
-            if self._total is not None and done > self._total:
-                self._total = done
-            self._done = done
-            sent = (round(done, 3), self._total, message)
-        self._send(*sent)
+            if message != self._message:
+                self._message, self._since = message, time.monotonic()
+            self._deliver(done, total, message)
+
+    def _deliver(self, done: float, total: float | None, message: str) -> None:
+        if self._closed:
+            return
+        done = max(float(done), self._done + self.STEP) if self._done >= 0 else max(float(done), 0.0)
+        if total is not None:
+            self._total = max(float(total), self._total or 0.0)
+        if self._total is not None and done > self._total:
+            self._total = done
+        self._done = done
+        self._sent_at = time.monotonic()
+        self._send(round(done, 3), self._total, message)
+
+    def keep_alive(self, stop: threading.Event, every: float) -> None:
+        """Until `stop` is set: repeat the latest note when `every` seconds passed since the last one."""
+        while not stop.wait(min(every / 4, 1.0)):
+            with self._lock:
+                now = time.monotonic()
+                if now - self._sent_at >= every and not stop.is_set():
+                    self._deliver(max(self._done, 0.0), self._total, f"{self._message} (still working: {now - self._since:.0f} s on this step)")
+
+    def close(self) -> None:
+        """Send nothing more (waits for a note being sent)."""
+        with self._lock:
+            self._closed = True
 
 
 class Stages:

@@ -165,7 +165,7 @@ def _register_resources(server: MCPServer, sandbox: SandboxRoot) -> None:
         name="workspace-artifact",
         title="A text artifact of a workspace (log, record, profile, report)",
         description=(
-            "A file under the workspace's .aether/runs, bench, profiles or report folder, one page of at most 40,000 characters "
+            "A file under the workspace's .aether/runs, bench, profiles or report folder, one page of at most 60,000 bytes as sent "
             "from `offset`; a page with more after it ends with the line '[N more characters: read <uri>?offset=K]'. Tool results link here."
         ),
         mime_type="text/plain",

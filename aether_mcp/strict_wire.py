@@ -24,9 +24,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, GetPromptRequestParams, ListToolsResult, PaginatedRequestParams, ResourceLink, TextContent
 from pydantic import ConfigDict, ValidationError
 
-
-def compact_json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+from aether_mcp.paging import compact_json
 
 
 def _rewrite(schema: Any, on_property: Callable[[str, dict[str, Any]], dict[str, Any]] = lambda name, sub: sub) -> Any:

@@ -15,7 +15,8 @@ from conftest import SHIPPING_CASES
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from aether_mcp.paging import PAGE_CHARS
+from aether_mcp import paging
+from aether_mcp.paging import PAGE_BYTES
 from aether_mcp.server import build_server
 
 pytestmark = pytest.mark.anyio
@@ -54,7 +55,7 @@ async def test_a_megabyte_file_comes_back_whole_through_pages(client, workspace)
     while offset is not None:
         result = await client.call_tool("read_file", {"workspace": workspace, "path": "tests/big.txt", "offset": offset})
         page = result.structured_content
-        assert len(page["content"]) <= PAGE_CHARS and page["content"].endswith("\n")  # whole lines only
+        assert paging.wire_bytes(page["content"]) <= PAGE_BYTES and page["content"].endswith("\n")  # whole lines only
         assert json.loads(result.content[0].text) == page and "\n  " not in result.content[0].text  # the mirror is compact JSON
         assert page["first_line"] == text.count("\n", 0, offset) + 1
         if page["next_offset"] is not None:
@@ -63,7 +64,7 @@ async def test_a_megabyte_file_comes_back_whole_through_pages(client, workspace)
             assert not page["truncated"] and page["more"] is None and page["last_line"] == page["total_lines"] == 20_000
         pages.append(page["content"])
         offset = page["next_offset"]
-    assert "".join(pages) == text and len(pages) > 1_000_000 // PAGE_CHARS
+    assert "".join(pages) == text and len(pages) > 1_000_000 // paging.chars_per_page()
     at = await ok(client, "read_file", workspace=workspace, path="tests/big.txt", start_line=12_345)
     assert at["first_line"] == 12_345 and at["content"].startswith("line 12345: ")
     assert "past the end" in await refused(client, "read_file", workspace=workspace, path="tests/big.txt", start_line=20_001)
@@ -81,13 +82,13 @@ async def test_a_large_diff_comes_back_whole_through_pages_and_by_file(client, w
         while offset is not None:
             page = await ok(client, "diff", workspace=workspace, from_id=taken["snapshot_id"], offset=offset, **extra)
             first = first or page
-            assert len(page["diff"]) <= PAGE_CHARS and page["total_chars"] == first["total_chars"]
+            assert paging.wire_bytes(page["diff"]) <= PAGE_BYTES and page["total_chars"] == first["total_chars"]
             parts.append(page["diff"])
             offset = page["next_offset"]
         return "".join(parts), first
 
     everything, first = await whole()
-    assert len(everything) == first["total_chars"] > 3 * PAGE_CHARS and first["more"].startswith(f"{first['total_chars'] - first['next_offset']:,} more characters")
+    assert len(everything) == first["total_chars"] > 3 * paging.chars_per_page() and first["more"].startswith(f"{first['total_chars'] - first['next_offset']:,} more characters")
     assert first["files"] == {f"candidate/big_{index}.py": 4_000 for index in range(3)}
     by_file = [(await whole(path=f"candidate/big_{index}.py"))[0] for index in range(3)]
     assert "".join(by_file) == everything  # the files' diffs, in order, are the whole diff
@@ -131,9 +132,9 @@ async def test_artifacts_a_result_names_come_as_resource_links_that_read_back_wh
         marker = re.search(r"\[([\d,]+) more characters: read (\S+\?offset=(\d+))\]\n\Z", text)
         pages.append(text if marker is None else text[: marker.start()])
         if marker is not None:
-            assert len(pages[-1]) <= PAGE_CHARS and int(marker[3]) == sum(map(len, pages)) == len(log) - int(marker[1].replace(",", ""))
+            assert len(pages[-1].encode()) <= PAGE_BYTES and int(marker[3]) == sum(map(len, pages)) == len(log) - int(marker[1].replace(",", ""))
         uri = None if marker is None else marker[2]
-    assert "".join(pages) == log and len(pages) > len(log) // PAGE_CHARS >= 2
+    assert "".join(pages) == log and len(pages) > len(log) // paging.chars_per_page(mirrored=False) >= 2
 
     bench = Path(workspace) / ".aether" / "bench" / "b1"
     bench.mkdir(parents=True)
@@ -296,8 +297,28 @@ async def test_a_spec_tool_reports_rising_progress_through_the_protocol(client, 
 
     result = await client.call_tool(tool, {"workspace": ws}, progress_callback=on_progress)
     assert not result.is_error, result.content[0].text
-    assert counts[0][2].startswith("delivering the cases") and any(m.startswith("running ") for _, _, m in counts)
+    said = [message for _, _, message in counts if "(still working: " not in message]  # not the repeats a slow step gets
+    assert said[0].startswith("delivering the cases") and any(m.startswith("running ") for m in said)
     assert all(later[0] > earlier[0] for earlier, later in zip(counts, counts[1:])) and counts[-1][0] == counts[-1][1]
+
+
+async def test_a_long_call_sends_a_note_at_least_every_5_seconds_saying_what_it_is_doing(client):
+    ws = await _new_workspace(client)
+    await ok(client, "write_file", workspace=ws, path="tests/test_slow.py", content="import time\n\n\ndef test_slow():\n    time.sleep(14)\n")
+    notes = []
+
+    async def on_progress(progress, total, message):
+        notes.append((anyio.current_time(), progress, message))
+
+    started = anyio.current_time()
+    result = await client.call_tool("run_tests", {"workspace": ws, "target": "original"}, progress_callback=on_progress)
+    ended = anyio.current_time()
+    assert not result.is_error and result.structured_content["passed"] >= 1, result.content[0].text
+    times = [started, *(at for at, _, _ in notes), ended]
+    assert ended - started > 14 and max(later - earlier for earlier, later in zip(times, times[1:])) <= 5.0, times
+    assert all(later[1] > earlier[1] for earlier, later in zip(notes, notes[1:]))  # repeats still rise
+    repeats = [message for _, _, message in notes if "(still working: " in message]
+    assert repeats and all(message.split(" (still working: ")[0] for message in repeats), repeats  # each says which step runs
 
 
 @pytest.mark.slow

@@ -56,7 +56,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         description=(
             "Read-only. Unified diff of the editable files between snapshot `from_id` and snapshot `to_id` "
             "(omit to_id to compare with the current files), with added/removed/modified lists and changed lines per file; "
-            "one page (at most 40,000 characters) from `offset`, of one file's diff with `path`; `next_offset` and `more` while more follows."
+            "one page (at most 60,000 bytes as sent) from `offset`, of one file's diff with `path`; `next_offset` and `more` while more follows."
         ),
     )
     def diff(

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
@@ -45,24 +46,31 @@ def tool_annotations(*, read_only: bool, destructive: bool = False, idempotent: 
     )
 
 
+HEARTBEAT_S = 4.0  # a long call sends a note at least this often, repeating its latest step while it runs
+
+
 async def in_thread(ctx: Context, call: Callable[..., T]) -> T:
     """Run a long tool in a worker thread with progress reporting; cancelling the call stops its work.
 
     `call` takes `cancel` and `progress` keywords. In a background run, progress goes to the run and
     cancel_run sets the cancel event. Every process the call starts below sees the same event
-    (`call_scope`), so cancelling ends all of them.
+    (`call_scope`), so cancelling ends all of them. While the call runs, a note goes out at least
+    every HEARTBEAT_S seconds: the latest step, and how long it has been running.
     """
     run = background_runs.current()
     cancel = run.cancel if run is not None else threading.Event()
+    token = anyio.lowlevel.current_token()
 
     def send(done: float, total: float | None, message: str) -> None:
         if run is not None:
             run.report(done, total, message)
             return
         with contextlib.suppress(Exception):  # a client that went away must not fail the run
-            anyio.from_thread.run(partial(ctx.report_progress, done, total, message))
+            anyio.from_thread.run(partial(ctx.report_progress, done, total, message), token=token)
 
     progress = Monotonic(send)
+    stop = threading.Event()
+    threading.Thread(target=progress.keep_alive, args=(stop, HEARTBEAT_S), name="aether-progress", daemon=True).start()
 
     def work() -> T:
         with call_scope.scope(cancel, progress):
@@ -71,6 +79,9 @@ async def in_thread(ctx: Context, call: Callable[..., T]) -> T:
     try:
         return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
     finally:
+        stop.set()
+        with anyio.CancelScope(shield=True):  # no note may follow the result
+            await anyio.to_thread.run_sync(progress.close)
         if run is None:  # a run's event belongs to cancel_run
             cancel.set()
 

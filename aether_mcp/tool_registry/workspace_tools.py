@@ -108,7 +108,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         description=(
             "Read-only; confined to the workspace; text files only. Protected files "
             "(original/udf.py, aether.toml) can be read; of .aether/ only artifacts (runs/, bench/, profiles/, report/, validate/). "
-            "Returns one page of the text (at most 40,000 characters, whole lines) from `offset` or `start_line`, "
+            "Returns one page of the text (at most 60,000 bytes as sent: 30,000 characters of plain text, whole lines) from `offset` or `start_line`, "
             "its line numbers, and `next_offset` with a `more` line while more follows."
         ),
     )

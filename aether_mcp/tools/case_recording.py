@@ -8,7 +8,7 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import call_scope, case_file
+from aether_mcp import call_scope, case_file, paging
 from aether_mcp.input_json import from_json_row, session_naive, to_json_row
 from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.nested_values import typed
@@ -31,8 +31,10 @@ class RecordedCase(BaseModel):
 
 class RecordCasesResult(BaseModel):
     workspace: str
-    recorded: list[RecordedCase]
-    duplicates: list[list[Any]] = Field(description="rows already in tests/cases.py, not recorded again")
+    recorded: list[RecordedCase] = Field(description="the rows recorded, with what the original did (the first 100, fewer when their values are long)")
+    recorded_left_out: int = Field(description="rows recorded but not shown here to keep the result small; tests/cases.py has every one (read_file)")
+    duplicates: list[list[Any]] = Field(description="rows already in tests/cases.py, not recorded again (the first ones when many)")
+    duplicates_left_out: int = Field(description="duplicate rows not shown")
     cases_total: int
     path: str = "tests/cases.py"
 
@@ -83,5 +85,14 @@ def record_cases(root: SandboxRoot, workers: WorkerPool, workspace: str, inputs:
         with opened.lock():
             case_file.append_cases(cases_path, entries)
         call_scope.report(2, 2, "done")
-    return RecordCasesResult(workspace=str(opened.path), recorded=recorded, duplicates=duplicates, cases_total=len(read_case_rows(cases_path)))
+    shown, recorded_left_out = paging.fit(recorded, budget=paging.PAGE_BYTES // 2)
+    shown_duplicates, duplicates_left_out = paging.fit(duplicates)
+    return RecordCasesResult(
+        workspace=str(opened.path),
+        recorded=shown,
+        recorded_left_out=recorded_left_out,
+        duplicates=shown_duplicates,
+        duplicates_left_out=duplicates_left_out,
+        cases_total=len(read_case_rows(cases_path)),
+    )
 

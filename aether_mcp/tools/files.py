@@ -21,13 +21,13 @@ from aether_mcp.workspace import IGNORED_DIR_NAMES, STATE_DIR, Workspace
 
 MAX_WRITE_BYTES = 1024 * 1024
 MAX_LIST_ENTRIES = 50_000  # a walk stops counting here
-LIST_PAGE = 300  # entries per page: about 30 KB
+LIST_PAGE = 300  # entries per page at most, and at most paging.PAGE_BYTES as sent
 READABLE_STATE = ("runs", "bench", "profiles", "report", "validate")  # artifacts the tool results name
 
 
 class ReadFileResult(BaseModel):
     path: str
-    content: str = Field(description="one page of the file's text, at most 40,000 characters, ending at a line end")
+    content: str = Field(description="one page of the file's text, " + paging.PAGE_TEXT + ", ending at a line end")
     size: int = Field(description="size of the file in bytes")
     first_line: int = Field(description="line number (1-based) of the page's first line")
     last_line: int = Field(description="line number of the page's last line")
@@ -133,7 +133,7 @@ def write_file(root: SandboxRoot, workspace: str, path: str, content: str) -> Wr
 
 
 def list_files(root: SandboxRoot, workspace: str, path: str = ".", offset: int = 0) -> ListFilesResult:
-    """One page (LIST_PAGE entries) of what lies under `path`, from entry `offset` of the sorted list."""
+    """One page (LIST_PAGE entries, fewer when their paths are long) of what lies under `path`, from entry `offset` of the sorted list."""
     opened = Workspace.open_intact(root, workspace)
     start = opened.resolve(path, what="path")
     if not start.exists():
@@ -174,8 +174,7 @@ def list_files(root: SandboxRoot, workspace: str, path: str = ".", offset: int =
     entries.sort(key=lambda e: e.path)
     if not 0 <= offset <= len(entries):
         raise ToolError(f"offset {offset} is past the end of the list ({len(entries)} entries); give a next_offset a page returned.")
-    page = entries[offset : offset + LIST_PAGE]
-    next_offset = offset + LIST_PAGE if offset + LIST_PAGE < len(entries) else None
+    page, next_offset = paging.list_page(entries, offset, LIST_PAGE)
     more = paging.more_line(len(entries) - (next_offset or 0), "entries", next_offset, f"list_files(workspace, {path!r}, offset={{offset}})")
     return ListFilesResult(
         workspace=str(opened.path), entries=page, total=len(entries), offset=offset, next_offset=next_offset, truncated=next_offset is not None, more=more

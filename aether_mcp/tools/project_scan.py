@@ -150,8 +150,7 @@ def scan_project(root: SandboxRoot, path: str = ".", offset: int = 0) -> ScanPro
         _CACHE[str(folder)] = (fingerprint, ranked, facts)
     if not 0 <= offset <= len(ranked):
         raise ToolError(f"offset {offset} is past the end of the scan ({len(ranked)} UDFs); give 0..{len(ranked)}, or a next_offset a page returned.")
-    page = ranked[offset : offset + PAGE_UDFS]
-    next_offset = offset + PAGE_UDFS if offset + PAGE_UDFS < len(ranked) else None
+    page, next_offset = paging.list_page(ranked, offset, PAGE_UDFS)
     more = paging.more_line(len(ranked) - (next_offset or 0), "UDFs", next_offset, f"scan_project({path!r}, offset={{offset}})")
     by_form: dict[str, int] = {}
     by_target: dict[str, int] = {}

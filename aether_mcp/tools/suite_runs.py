@@ -25,6 +25,7 @@ from typing import Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field, ValidationError
 
+from aether_mcp import paging
 from aether_mcp.backend import CPU, Resolved
 from aether_mcp.judge.watch_events import WatchEvent, parse
 from aether_mcp.path_guard import SandboxRoot
@@ -189,6 +190,7 @@ def run_suite(
             f"no tests were collected from {TESTS_DIR}/ (pytest exit code {outcome.returncode}; log: {log_path}). "
             "Test files must be named test_*.py and hold functions named test_*."
         )
+    shown, left_out = paging.fit(tests, MAX_REPORTED_TESTS, budget=paging.PAGE_BYTES // 2)
     return RunTestsResult(
         workspace=str(opened.path),
         target=target,
@@ -199,8 +201,8 @@ def run_suite(
         skipped=counts["skipped"],
         xfailed=counts["xfailed"],
         total=len(tests),
-        tests=tests[:MAX_REPORTED_TESTS],
-        tests_truncated=max(0, len(tests) - MAX_REPORTED_TESTS),
+        tests=shown,
+        tests_truncated=left_out,
         timed_out=outcome.timed_out,
         duration_s=outcome.duration_s,
         log_path=str(log_path),

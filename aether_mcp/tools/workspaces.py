@@ -14,6 +14,7 @@ import tomli_w
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from aether_mcp import paging
 from aether_mcp.backend import BACKENDS
 from aether_mcp.extraction import check as extraction_check
 from aether_mcp.path_guard import SandboxRoot
@@ -66,7 +67,8 @@ class InitWorkspaceResult(BaseModel):
     udf: UdfInfo
     original: str = Field(description="the extracted reference module, relative to the workspace")
     spark_conf: dict[str, str]
-    files: list[str]
+    files: list[str] = Field(description="the workspace's files (the first 100 in path order)")
+    files_left_out: int = Field(0, description="files not listed to keep the result small; list_files pages them all")
     snapshot_id: int
     notes: list[str] = Field(default_factory=list, description="what the extraction kept that the job itself leaves undefined, and similar facts to know before writing cases")
     next_steps: list[str]
@@ -121,13 +123,14 @@ def init_workspace(
             for child in target.iterdir():
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
         raise
-    files = sorted(rel for rel in [*opened.protected_files(), *opened.editable_files()])
+    files, files_left_out = paging.fit(sorted(rel for rel in [*opened.protected_files(), *opened.editable_files()]))
     return InitWorkspaceResult(
         workspace=str(target),
         udf=_udf_info(config),
         original=ORIGINAL_MODULE,
         spark_conf=config.spark.conf,
         files=files,
+        files_left_out=files_left_out,
         snapshot_id=snapshot.snapshot_id,
         notes=notes,
         next_steps=[
@@ -162,6 +165,7 @@ class IntegrityStatus(BaseModel):
     modified: list[str]
     missing: list[str]
     added: list[str]
+    left_out: int = Field(0, description="paths left out of modified, missing and added to keep the result small")
     problem: str | None = None
     recover: str | None = None
     note: str | None = Field(None, description="e.g. re-signed under this server's key after the workspace was derived again from its job source")
@@ -219,10 +223,13 @@ class WorkspaceStatusResult(BaseModel):
     workspace: str
     udf: UdfInfo
     integrity: IntegrityStatus
-    files: list[FileEntry]
-    test_files: list[str]
+    files: list[FileEntry] = Field(description="the workspace's files, protected first (the first 100, fewer when their paths are long)")
+    files_left_out: int = Field(description="files not listed to keep the result small; list_files pages them all")
+    test_files: list[str] = Field(description="tests/test_*.py files (the first 100)")
+    test_files_left_out: int = Field(description="test files not listed")
     cases: int | None = Field(description="entries in tests/cases.py CASES, when it is a literal list")
-    candidates: list[str]
+    candidates: list[str] = Field(description="candidate names (the first 100)")
+    candidates_left_out: int = Field(description="candidates not listed")
     snapshots: int
     last_runs: dict[str, RunSummary]
     last_compares: dict[str, CompareSummary] = Field(description="per candidate, the strongest byte_compare of its current content (a mismatch outweighs later equal runs), else the latest")
@@ -269,22 +276,29 @@ def workspace_status(root: SandboxRoot, workspace: str) -> WorkspaceStatusResult
     gates.append(_compare_gate(last_compares))
     last_audits = _latest_audits(opened, editable)
     gates.append(_audit_gate(last_audits))
+    shown_files, files_left_out = paging.fit(files)
+    shown_tests, test_files_left_out = paging.fit(test_files, budget=paging.LIST_BYTES // 4)
+    shown_candidates, candidates_left_out = paging.fit(candidates, budget=paging.LIST_BYTES // 4)
     return WorkspaceStatusResult(
         workspace=str(opened.path),
         udf=_udf_info(opened.config),
         integrity=IntegrityStatus(
             intact=integrity.intact,
-            modified=integrity.modified,
-            missing=integrity.missing,
-            added=integrity.added,
+            modified=paging.fit(integrity.modified, budget=paging.LIST_BYTES // 4)[0],
+            missing=paging.fit(integrity.missing, budget=paging.LIST_BYTES // 4)[0],
+            added=paging.fit(integrity.added, budget=paging.LIST_BYTES // 4)[0],
+            left_out=sum(paging.fit(names, budget=paging.LIST_BYTES // 4)[1] for names in (integrity.modified, integrity.missing, integrity.added)),
             problem=integrity.manifest_problem,
             recover=recover,
             note=integrity.note,
         ),
-        files=files,
-        test_files=test_files,
+        files=shown_files,
+        files_left_out=files_left_out,
+        test_files=shown_tests,
+        test_files_left_out=test_files_left_out,
         cases=cases,
-        candidates=candidates,
+        candidates=shown_candidates,
+        candidates_left_out=candidates_left_out,
         snapshots=len(snapshot_store.all_snapshots(opened)),
         last_runs=last_runs,
         last_compares=last_compares,

@@ -1,0 +1,68 @@
+"""Pages and lists bounded by what they cost on the wire, and progress notes that keep coming."""
+
+import json
+import threading
+import time
+
+import pytest
+
+from aether_mcp import paging
+from aether_mcp.progress_report import Monotonic
+
+
+def _as_sent(page: str) -> int:
+    """Bytes of `page` in a result: its JSON in the structured content plus that JSON in the text mirror."""
+    once = json.dumps(page, ensure_ascii=False)
+    return len(once.encode()) + len(json.dumps(once, ensure_ascii=False).encode()) - 2
+
+
+@pytest.mark.parametrize("unit", ["x", '"', "\\", "\x01", "\u2028", "😀", 'a"\\\x1f😀é'])
+def test_pages_of_any_text_cost_at_most_the_budget_as_sent_and_rejoin_exactly(unit):
+    text = "".join(f"{unit * (index % 50)}\n" for index in range(3_000))
+    pages, offset = [], 0
+    while offset is not None:
+        page, offset = paging.cut(text, offset)
+        assert _as_sent(page) <= paging.wire_bytes(page) + 2 <= paging.PAGE_BYTES + 2
+        assert page.endswith("\n")  # a page holding a line end stops at one
+        pages.append(page)
+    assert "".join(pages) == text and len(pages) >= 2
+
+
+def test_a_page_of_plain_text_holds_30000_characters_and_a_resource_page_60000():
+    text = "x" * 200_000
+    assert len(paging.cut(text, 0)[0]) == paging.chars_per_page() == 29_997  # less the quotes around it
+    assert len(paging.cut(text, 0, mirrored=False)[0]) == 59_998
+    quotes = '"' * 200_000
+    assert len(paging.cut(quotes, 0)[0]) == (paging.PAGE_BYTES - 6) // 6  # 2 bytes in the structure, 4 in the mirror
+
+
+def test_lists_keep_what_fits_and_count_the_rest():
+    paths = [f'tests/data/note_{index:04}_"q"_😀.txt' for index in range(1_500)]
+    kept, left_out = paging.fit(paths)
+    assert kept == paths[: len(kept)] and len(kept) + left_out == 1_500 and sum(paging.wire_bytes(p) + 2 for p in kept) <= paging.LIST_BYTES
+    assert paging.fit(["x" * 100_000]) == ([], 1)  # one item too big for the budget is counted, not shown
+    page, next_offset = paging.list_page(["x" * 100_000, "y"], 0, 10)
+    assert page == ["x" * 100_000] and next_offset == 1  # a page always moves on
+    shown = paging.abridged({"workspace": "ws", "inputs": [["x" * 50]] * 100})
+    assert shown["workspace"] == "ws" and shown["inputs"].startswith("[list: 100 items, ") and "left out here" in shown["inputs"]
+
+
+def test_a_step_that_runs_long_is_repeated_with_its_time_and_counts_still_rise():
+    sent = []
+    progress = Monotonic(lambda done, total, message: sent.append((time.monotonic(), done, message)))
+    stop = threading.Event()
+    beat = threading.Thread(target=progress.keep_alive, args=(stop, 0.2))
+    beat.start()
+    progress(1, 10, "comparing rows")
+    time.sleep(0.9)
+    progress(2, 10, "auditing")
+    time.sleep(0.5)
+    stop.set()
+    beat.join()
+    progress.close()
+    progress(3, 10, "after the end")  # nothing follows a closed call's result
+    messages = [message for _, _, message in sent]
+    assert messages[0] == "comparing rows" and "auditing" in messages and "after the end" not in messages
+    assert any(m.startswith("comparing rows (still working: ") for m in messages) and any(m.startswith("auditing (still working: ") for m in messages)
+    assert all(later[1] > earlier[1] for earlier, later in zip(sent, sent[1:]))
+    assert max(later[0] - earlier[0] for earlier, later in zip(sent, sent[1:])) < 0.45
