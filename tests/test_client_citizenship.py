@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -606,3 +607,29 @@ async def test_each_long_tool_started_in_the_background_can_be_cancelled_midway_
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     await _cancelled_midway(client, ws, "scan_project", {"path": "spins"}, marks=(str(scratch),))
     assert (await ok(client, "scan_project", path="spins"))["udfs_found"] == 24  # and a whole scan still works after it
+
+
+@pytest.mark.slow
+async def test_cancelling_a_direct_byte_compare_stops_its_spark_jobs_and_the_workers_serve_the_next_call_warm(root, workers):
+    (root.path / "jobs" / "spin.py").write_text(SPIN_JOB, encoding="utf-8")
+    async with Client(build_server(str(root.path), workers=workers, warm_start=False)) as client:
+        ws = (await ok(client, "init_workspace", source="jobs/spin.py", udf="spin"))["workspace"]
+        await ok(client, "record_cases", workspace=ws, inputs=[[None], [0], [1], [8], [-3], [250_000]])
+        await ok(client, "write_file", workspace=ws, path="candidate/fast.py", content=SPIN_CANDIDATE)
+        await ok(client, "byte_compare", workspace=ws, candidate="fast", hidden_rows=1_000)  # both workers up and warm
+        starts = workers.starts
+        evaluating = anyio.Event()
+
+        async def on_progress(progress, total, message):
+            if message.startswith("evaluating the original"):
+                evaluating.set()
+
+        async with anyio.create_task_group() as group:
+            # each spinning row costs the original about 10 ms: 200,000 hidden rows keep its Spark job busy for minutes
+            group.start_soon(partial(client.call_tool, "byte_compare", {"workspace": ws, "candidate": "fast", "hidden_rows": 200_000}, progress_callback=on_progress))
+            with anyio.fail_after(120):
+                await evaluating.wait()
+            await anyio.sleep(3)  # the Spark job is running the original's Python on the rows
+            group.cancel_scope.cancel()
+        after = await ok(client, "byte_compare", workspace=ws, candidate="fast", hidden_rows=1_000)
+        assert after["equal"] is not None and workers.starts == starts  # no worker was stopped or started

@@ -33,6 +33,13 @@ from aether_mcp.workspace import WorkspaceConfig
 
 PYTHON_EVAL_NODES = ("BatchEvalPython", "ArrowEvalPython")
 DEFAULT_MAX_ISOLATED = 32
+# Set by the worker: whether the request this thread serves was cancelled. A batch that failed then is
+# not retried or split (its Spark job was stopped, not the target), so the request ends at once.
+def _never_cancelled() -> bool:
+    return False
+
+
+request_cancelled: Callable[[], bool] = _never_cancelled
 SQL_ERRORS_SHOWN = 3  # rows a sql probe found failing that run alone, for the error Spark gives
 ARROW_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 
@@ -158,6 +165,8 @@ class _Evaluation:
             self._collect(indices)
             return
         except Exception as exc:  # the target failed somewhere in the batch
+            if request_cancelled():
+                raise
             first_failure = exc
         if self.loaded.probe is not None:
             indices = self._probe_raising_rows(indices)
@@ -165,6 +174,8 @@ class _Evaluation:
                 self._collect(indices)
                 return
             except Exception as exc:
+                if request_cancelled():
+                    raise
                 first_failure = exc
         self._isolate(indices, first_failure)
 
@@ -260,6 +271,8 @@ class _Evaluation:
             try:
                 self._collect(half)
             except Exception as exc:
+                if request_cancelled():
+                    raise
                 self._isolate(half, exc)
 
 

@@ -6,11 +6,16 @@ read and checked), or names a context bound earlier (`bind`, for a test run's re
 without the worker's token (which only the server, and the test run it starts, know) is refused,
 so agent code that finds a worker's socket cannot use it. A worker exits when the server goes
 away (its output pipe's reader closes), and serves requests one at a time on its session.
+
+A request may carry a `request_id`: its Spark jobs run in that job group, and `cancel` (`of` the id)
+stops them until the request ends (a request still waiting for the session gives up when it gets
+it) and says whether it ended, so a cancelled call leaves the worker warm for the next one.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hmac
 import json
 import os
@@ -23,6 +28,7 @@ import time
 import traceback
 import warnings
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +58,73 @@ class Context:
         return cls(WorkspaceConfig.model_validate(data["config"]), str(data["target"]), str(data["source"]), str(data["filename"]))
 
 
+class RequestCancelled(Exception):
+    """The request was cancelled before it reached the session."""
+
+
+class _Requests:
+    """The requests running now, by id, and those cancelled; the id of the request this thread serves."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.running: set[str] = set()
+        self.cancelled: set[str] = set()
+        self.here = threading.local()
+
+    @contextlib.contextmanager
+    def serving(self, request_id: str | None) -> Iterator[None]:
+        self.here.request_id = request_id
+        if request_id is not None:
+            with self.changed:
+                self.running.add(request_id)
+        try:
+            yield
+        finally:
+            self.here.request_id = None
+            if request_id is not None:
+                with self.changed:
+                    self.running.discard(request_id)
+                    self.cancelled.discard(request_id)
+                    self.changed.notify_all()
+
+    def current(self) -> str | None:
+        return getattr(self.here, "request_id", None)
+
+    def cancel(self, request_id: str) -> bool:
+        """Mark the request cancelled (one that has not arrived yet too: it gives up when it does); True while it runs."""
+        with self.changed:
+            if len(self.cancelled) > 1000:  # ids of requests that never arrived
+                self.cancelled = {known for known in self.cancelled if known in self.running}
+            self.cancelled.add(request_id)
+            return request_id in self.running
+
+    def is_cancelled(self) -> bool:
+        request_id = self.current()
+        with self.changed:
+            return request_id is not None and request_id in self.cancelled
+
+    def settle(self, request_id: str, wait_s: float) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: request_id not in self.running, timeout=wait_s)
+
+
+class _SessionLock:
+    """The session's lock; a cancelled request that gets it gives it back at once and ends."""
+
+    def __init__(self, requests: _Requests) -> None:
+        self._lock = threading.Lock()
+        self._requests = requests
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        if self._requests.is_cancelled():
+            self._lock.release()
+            raise RequestCancelled("the request was cancelled before it ran")
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 class SparkWorker:
     """One warm SparkSession; subclasses add the operations of their role."""
 
@@ -61,7 +134,8 @@ class SparkWorker:
     def __init__(self, master: str, conf: dict[str, str]) -> None:
         self.master = master
         self.conf = conf
-        self.session_lock = threading.Lock()
+        self.requests = _Requests()
+        self.session_lock = _SessionLock(self.requests)
         self.spark = None
         self.spark_error: str | None = None
         self.spark_ready = threading.Event()
@@ -72,7 +146,10 @@ class SparkWorker:
         return self.conf
 
     def start_spark(self) -> None:
+        from aether_mcp.evaluation import target_evaluation
         from aether_mcp.evaluation.spark_session import create_session
+
+        target_evaluation.request_cancelled = self.requests.is_cancelled
 
         try:
             self.spark = create_session(self.master, self.session_conf(), app_name=f"aether-mcp-{self.role}", quick_jit=True)
@@ -91,6 +168,8 @@ class SparkWorker:
         op = message.get("op")
         if op == "ping":
             return {"ok": True, "pid": os.getpid(), "role": self.role, "spark_ready": self.spark_ready.is_set() and self.spark is not None}
+        if op == "cancel":
+            return {"ok": True, "settled": self.cancel(str(message.get("of", "")), min(float(message.get("wait_s", 10)), 60.0))}
         if op == "bind":
             try:
                 context = Context.from_message(message.get("context"))
@@ -104,6 +183,19 @@ class SparkWorker:
         if op in self.operations:
             return getattr(self, op)(message)
         return refused(f"unknown request {op!r}")
+
+    def cancel(self, request_id: str, wait_s: float) -> bool:
+        """Stop request `request_id`: its Spark jobs, again as it starts more (a failed batch is retried row by row), until it ends; True once it has, within `wait_s`."""
+        if not self.requests.cancel(request_id):
+            return True
+        deadline = time.monotonic() + wait_s
+        while True:
+            if self.spark is not None:
+                self.spark.sparkContext.cancelJobGroup(request_id)
+            if self.requests.settle(request_id, min(0.25, max(deadline - time.monotonic(), 0.0))):
+                return True
+            if time.monotonic() >= deadline:
+                return False
 
     def context(self, message: dict[str, Any]) -> Context | dict[str, Any]:
         """The request's context (given inline or bound earlier), or the error reply."""
@@ -120,6 +212,9 @@ class SparkWorker:
         self.spark_ready.wait()
         if self.spark is None:
             return {"ok": False, "error_kind": "spark", "message": self.spark_error or "Spark is not available"}
+        request_id = self.requests.current()
+        if request_id is not None:  # this thread's Spark jobs belong to the request, so cancel can stop them
+            self.spark.sparkContext.setJobGroup(request_id, "aether-mcp request", interruptOnCancel=True)
         return None
 
     def request_rows(self, message: dict[str, Any]) -> list[Any] | dict[str, Any]:
@@ -149,8 +244,12 @@ class _Handler(socketserver.BaseRequestHandler):
                 reply = refused("this worker answers only the server that started it")
             else:
                 try:
-                    reply = self.server.worker.handle(message)
-                except Exception as exc:  # a worker bug: report it, keep serving
+                    request_id = message.pop("request_id", None)
+                    with self.server.worker.requests.serving(str(request_id) if request_id is not None else None):
+                        reply = self.server.worker.handle(message)
+                except RequestCancelled as exc:
+                    reply = {"ok": False, "error_kind": "cancelled", "message": str(exc)}
+                except Exception as exc:  # a worker bug or a cancelled Spark job: report it, keep serving
                     traceback.print_exc()
                     reply = {"ok": False, "error_kind": "internal", "message": f"{exc.__class__.__name__}: {exc}"}
             try:

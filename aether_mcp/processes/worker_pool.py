@@ -36,6 +36,8 @@ from aether_mcp.wire.worker_protocol import RequestCancelled, WorkerUnavailable,
 from aether_mcp.workspace import ORIGINAL_MODULE, SparkConfig, Workspace, job_constants, state_home
 from aether_mcp.workspace.candidates import candidate_path
 
+SETTLE_S = 15.0  # a cancelled request that has not ended this long after its jobs were cancelled costs its worker
+
 ROLES = ("reference", "candidate")
 MODULES = {"reference": "aether_mcp.reference.reference_worker", "candidate": "aether_mcp.confined.candidate_worker"}
 TOKEN_ENV = "AETHER_WORKER_TOKEN"
@@ -267,13 +269,16 @@ class WorkerPool:
     def _request(self, handle: WorkerHandle, role: str, message: dict, what: str, timeout_s: float, cancel: threading.Event | None) -> dict:
         """One request to a worker; a worker that times out, dies or is cancelled is replaced."""
         cancel = call_scope.cancel_event(cancel)
+        request_id = secrets.token_hex(12)
         with handle.lock:
             handle.in_flight += 1
         try:
-            reply = request(handle.socket_path, {**message, "token": handle.token}, timeout_s=timeout_s, cancel=cancel)
+            reply = request(handle.socket_path, {**message, "token": handle.token, "request_id": request_id}, timeout_s=timeout_s, cancel=cancel)
         except RequestCancelled:
+            if self._settled(handle, request_id):
+                raise EvaluationFailed("cancelled", f"{what} was cancelled; its Spark jobs were stopped and the worker stays warm") from None
             self.discard(handle)
-            raise EvaluationFailed("cancelled", f"{what} was cancelled; its Spark worker was stopped") from None
+            raise EvaluationFailed("cancelled", f"{what} was cancelled; its Spark worker was stopped (the request did not end within {SETTLE_S:.0f}s)") from None
         except WorkerUnavailable as exc:
             self.discard(handle)
             timed_out = "timed out" in str(exc) or "timeout" in str(exc)
@@ -289,6 +294,14 @@ class WorkerPool:
                 self.discard(handle)
             raise EvaluationFailed(kind, str(reply.get("message")), list(reply.get("events", [])))
         return reply
+
+    def _settled(self, handle: WorkerHandle, request_id: str) -> bool:
+        """Stop a cancelled request's Spark jobs; True once it has ended (within SETTLE_S), so the worker can serve the next call."""
+        try:
+            reply = request(handle.socket_path, {"op": "cancel", "of": request_id, "wait_s": SETTLE_S, "token": handle.token}, timeout_s=SETTLE_S + 10.0)
+        except (WorkerUnavailable, RequestCancelled, OSError):
+            return False
+        return bool(reply.get("ok") and reply.get("settled"))
 
     def _done(self, handle: WorkerHandle) -> None:
         """One request fewer; once none is running, the call's scratch is emptied (nothing is kept across calls)."""
