@@ -31,7 +31,7 @@ from aether_mcp.workspace import CONFIG_FILE, STATE_DIR, Workspace
 
 FILE_TEMPLATE = "aether://workspaces/{name}/file/{+path}{?offset}"
 CHART_TEMPLATE = "aether://workspaces/{name}/chart/{+path}"
-MAX_CHART_BYTES = 4 * 1024 * 1024
+MAX_CHART_BYTES = 57_000  # as base64 in one message, under paging.MESSAGE_BYTES (the charts drawn here are about 45 KB)
 TEXT_SUFFIXES = {".log", ".txt", ".json", ".jsonl", ".md", ".csv", ".xml", ".py"}
 MIME = {".json": "application/json", ".jsonl": "application/jsonl", ".md": "text/markdown", ".csv": "text/csv", ".png": "image/png"}
 
@@ -111,6 +111,9 @@ def read_text(root: SandboxRoot, name: str, path: str, offset: int = 0) -> str:
 def read_chart(root: SandboxRoot, name: str, path: str) -> bytes:
     _opened, target, relative = _artifact(root, name, path)
     if target.suffix.lower() != ".png" or target.stat().st_size > MAX_CHART_BYTES:
-        raise ToolError(f"{relative} is not a chart (a PNG of at most 4 MiB); read text artifacts as aether://workspaces/{{name}}/file/{{path}}.")
+        raise ToolError(
+            f"{relative} is not a chart (a PNG of at most {MAX_CHART_BYTES:,} bytes, which fits one message); "
+            "read text artifacts as aether://workspaces/{name}/file/{path}, and a larger image from the workspace folder itself."
+        )
     return target.read_bytes()
 

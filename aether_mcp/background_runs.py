@@ -76,7 +76,7 @@ class Run:
         end = self.ended if self.ended is not None else time.monotonic()
         return RunStatus(
             run_id=self.run_id, tool=self.tool, arguments=paging.abridged(self.arguments), status=self.status, progress=self.progress,
-            elapsed_s=round(end - self.started, 3), result=self.result, error=self.error,
+            elapsed_s=round(end - self.started, 3), result=self.result, error=None if self.error is None else paging.clip(self.error, 8_000),
         )
 
 

@@ -16,6 +16,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from pydantic_core import to_jsonable_python
+
 MESSAGE_BYTES = 80_000  # no message a tool or resource sends is longer, as encoded on the wire
 PAGE_BYTES = 60_000  # one page of text, as encoded: 30,000 characters of plain text in a tool result
 LIST_ITEMS = 100
@@ -74,6 +76,42 @@ def cut(text: str, offset: int, budget: int = PAGE_BYTES, *, mirrored: bool = Tr
     return text[offset:end], end
 
 
+SHOWN_BYTES = 800  # a value shown in a result (a row's argument, an output, an error), as sent (both copies)
+
+
+def clip(text: str, budget: int = SHOWN_BYTES) -> str:
+    """`text`, or its start that costs at most `budget` bytes as sent, with how much was left out."""
+    if wire_bytes(text) <= budget:
+        return text
+    spent, end = 60, 0  # room for the note on what was left out
+    for char in text:
+        spent += char_bytes(char)
+        if spent > budget:
+            break
+        end += 1
+    return f"{text[:end]}… [{len(text) - end:,} more characters]"
+
+
+def clipped(value: Any, budget: int = SHOWN_BYTES) -> Any:
+    """`value` (JSON data) with every string longer than `budget` bytes as sent clipped."""
+    if isinstance(value, str):
+        return clip(value, budget)
+    if isinstance(value, list):
+        return [clipped(item, budget) for item in value]
+    if isinstance(value, dict):
+        return {key: clipped(item, budget) for key, item in value.items()}
+    return value
+
+
+def clip_fields(value: Any, names: frozenset[str], budget: int = SHOWN_BYTES) -> Any:
+    """`value` (JSON data) with the strings under keys in `names`, at any depth, clipped to `budget` bytes as sent."""
+    if isinstance(value, list):
+        return [clip_fields(item, names, budget) for item in value]
+    if isinstance(value, dict):
+        return {key: clipped(item, budget) if key in names else clip_fields(item, names, budget) for key, item in value.items()}
+    return value
+
+
 def chars_per_page(mirrored: bool = True) -> int:
     """How many characters of plain text a page holds."""
     return (PAGE_BYTES - (wire_bytes("") if mirrored else 2)) // char_bytes("a", mirrored)
@@ -84,11 +122,17 @@ def fit(items: Sequence[T], limit: int = LIST_ITEMS, budget: int = LIST_BYTES) -
     kept: list[T] = []
     spent = 0
     for item in items[:limit]:
-        spent += wire_bytes(item.model_dump(mode="json") if hasattr(item, "model_dump") else item) + 2
+        spent += wire_bytes(to_jsonable_python(item)) + 2
         if spent > budget:
             break
         kept.append(item)
     return kept, len(items) - len(kept)
+
+
+def fit_dict(items: dict[str, T], budget: int = LIST_BYTES) -> tuple[dict[str, T], int]:
+    """The first entries of `items` within `budget` bytes as sent (each shown value clipped), and how many were left out."""
+    kept, left_out = fit([(key, clipped(value)) for key, value in items.items()], budget=budget)
+    return dict(kept), left_out
 
 
 def list_page(items: Sequence[T], offset: int, limit: int, budget: int = PAGE_BYTES) -> tuple[list[T], int | None]:

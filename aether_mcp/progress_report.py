@@ -45,14 +45,14 @@ class Monotonic:
     def _deliver(self, done: float, total: float | None, message: str) -> None:
         if self._closed:
             return
-        done = max(float(done), self._done + self.STEP) if self._done >= 0 else max(float(done), 0.0)
+        done = round(max(float(done), self._done + self.STEP) if self._done >= 0 else max(float(done), 0.0), 3)  # sent as rounded, so repeats still rise
         if total is not None:
             self._total = max(float(total), self._total or 0.0)
         if self._total is not None and done > self._total:
             self._total = done
         self._done = done
         self._sent_at = time.monotonic()
-        self._send(round(done, 3), self._total, message)
+        self._send(done, self._total, message)
 
     def keep_alive(self, stop: threading.Event, every: float) -> None:
         """Until `stop` is set: repeat the latest note when `every` seconds passed since the last one."""

@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, GetPromptRequestParams, ListToolsResult, PaginatedRequestParams, ResourceLink, TextContent
 from pydantic import ConfigDict, ValidationError
 
-from aether_mcp.paging import compact_json
+from aether_mcp.paging import MESSAGE_BYTES, compact_json
 
 
 def _rewrite(schema: Any, on_property: Callable[[str, dict[str, Any]], dict[str, Any]] = lambda name, sub: sub) -> Any:
@@ -91,8 +91,9 @@ def _refusing_extras(model: type) -> type:
 def argument_errors(tool: Any, error: ValidationError) -> str:
     """One line per wrong argument, naming it, what was wrong and what was given; then what the tool takes."""
     problems = []
-    for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"]) or "(arguments)"
+    errors = error.errors()
+    for item in errors[:10]:
+        where = (".".join(str(part) for part in item["loc"]) or "(arguments)")[:100]
         if item["type"] == "extra_forbidden":
             problems.append(f"{where}: unknown argument")
         elif item["type"] == "missing":
@@ -100,6 +101,8 @@ def argument_errors(tool: Any, error: ValidationError) -> str:
         else:
             given = json.dumps(item.get("input"), default=str)
             problems.append(f"{where}: {item['msg']} (given {given[:80]})")
+    if len(errors) > 10:
+        problems.append(f"and {len(errors) - 10:,} more")
     properties = tool.parameters.get("properties", {})
     required = set(tool.parameters.get("required", []))
     takes = ", ".join(name if name in required else f"{name}?" for name in properties)
@@ -119,6 +122,62 @@ def result_schema(server: MCPServer, name: str) -> dict[str, Any] | None:
     """The JSON schema of tool `name`'s structured result (fields that vary between identical calls marked `x-varies`), or None."""
     tool = server._tool_manager.get_tool(name)
     return None if tool is None else _rewrite(tool.fn_metadata.output_schema, _mark_varying)
+
+
+ERROR_CHARS = 4_000  # an error text longer than this is clipped
+ENVELOPE_BYTES = 200  # the JSON-RPC envelope around a result, with room to spare
+
+
+def _encoded(result: CallToolResult) -> int:
+    return len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+
+def _paths(value: Any, found: list[str]) -> list[str]:
+    """The values of fields named *_path (the records a result names), at any depth."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key.endswith("_path") and isinstance(item, str):
+                found.append(item)
+            else:
+                _paths(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _paths(item, found)
+    return found
+
+
+def bounded(result: Any, tool: str) -> Any:
+    """`result`, kept under paging.MESSAGE_BYTES as encoded on the wire whatever a tool returned.
+
+    Every tool bounds its own result; this is the backstop. An error text is clipped. A result too
+    large with its text mirror gets a short text block instead (the structured content stays
+    whole); one too large even so becomes an error that names the records holding it all.
+    """
+    limit = MESSAGE_BYTES - ENVELOPE_BYTES
+    if not isinstance(result, CallToolResult) or _encoded(result) <= limit:
+        return result
+    size = _encoded(result)
+    if result.is_error or result.structured_content is None:
+        text = "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+        clipped = text[:ERROR_CHARS] + (f" [{len(text) - ERROR_CHARS:,} more characters left out]" if len(text) > ERROR_CHARS else "")
+        return CallToolResult(content=[TextContent(type="text", text=clipped)], is_error=result.is_error)
+    structured = result.structured_content
+    sizes = sorted(((len(compact_json(value).encode()), key) for key, value in structured.items()), reverse=True)[:3]
+    largest = ", ".join(f"{key} ({count:,} bytes)" for count, key in sizes)
+    summary = TextContent(
+        type="text",
+        text=f"{tool}'s result is {size:,} bytes with its text copy, over the {MESSAGE_BYTES:,} a message may carry, so this text is a summary; "
+        f"the structured content holds the whole result. Its largest fields: {largest}.",
+    )
+    slim = result.model_copy(update={"content": [summary, *(block for block in result.content if not isinstance(block, TextContent))]})
+    if _encoded(slim) <= limit:
+        return slim
+    records = _paths(structured, [])[:5]
+    where = f" Its records: {', '.join(records)} (read them with read_file)." if records else ""
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"{tool}'s result was {size:,} bytes as encoded, over the {MESSAGE_BYTES:,} a message may carry; its largest fields: {largest}.{where} Narrow the call (a path, an offset, fewer rows) and call it again.")],
+        is_error=True,
+    )
 
 
 def tighten(server: MCPServer, links: Callable[[dict[str, Any]], list[ResourceLink]] | None = None) -> None:
@@ -142,19 +201,19 @@ def tighten(server: MCPServer, links: Callable[[dict[str, Any]], list[ResourceLi
     async def checked_call_tool(ctx: Any, params: CallToolRequestParams) -> Any:
         if server._tool_manager.get_tool(params.name) is None:
             names = ", ".join(tool.name for tool in server._tool_manager.list_tools())
-            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool {params.name!r}. The tools are: {names}.")
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool {params.name[:100]!r}. The tools are: {names}.")
         tool = server._tool_manager.get_tool(params.name)
         try:
             tool.fn_metadata.validate_arguments(params.arguments or {})
         except ValidationError as exc:  # the caller's mistake: a tool error it can read and correct
             return CallToolResult(content=[TextContent(type="text", text=argument_errors(tool, exc))], is_error=True)
-        return await call_tool(ctx, params)
+        return bounded(await call_tool(ctx, params), params.name)
 
     async def checked_get_prompt(ctx: Any, params: GetPromptRequestParams) -> Any:
         prompt = server._prompt_manager.get_prompt(params.name)
         if prompt is None:
             names = ", ".join(p.name for p in server._prompt_manager.list_prompts())
-            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt {params.name!r}. The prompts are: {names}.")
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt {params.name[:100]!r}. The prompts are: {names}.")
         given = params.arguments or {}
         missing = [argument.name for argument in prompt.arguments or [] if argument.required and argument.name not in given]
         unknown = sorted(set(given) - {argument.name for argument in prompt.arguments or []})

@@ -633,3 +633,15 @@ async def test_cancelling_a_direct_byte_compare_stops_its_spark_jobs_and_the_wor
             group.cancel_scope.cancel()
         after = await ok(client, "byte_compare", workspace=ws, candidate="fast", hidden_rows=1_000)
         assert after["equal"] is not None and workers.starts == starts  # no worker was stopped or started
+
+    # Only the server names and cancels requests: a test run holds the worker's token, not its control token.
+    from aether_mcp.wire.worker_protocol import request
+    from aether_mcp.workspace import Workspace
+
+    handle = workers.get("reference", Workspace(root, Path(ws)).config.spark)
+    refused_cancel = request(handle.socket_path, {"op": "cancel", "of": "any", "token": handle.token}, timeout_s=30)
+    assert not refused_cancel["ok"] and "only the server" in refused_cancel["message"]
+    assert request(handle.socket_path, {"op": "ping", "token": handle.token, "request_id": "named-by-a-test-run"}, timeout_s=30)["ok"]
+    control = {"token": handle.token, "control": handle.control}
+    assert request(handle.socket_path, {"op": "cancel", "of": "never-sent", "wait_s": "nan", **control}, timeout_s=30) == {"ok": True, "settled": True}
+    assert workers.starts == starts

@@ -66,3 +66,25 @@ def test_a_step_that_runs_long_is_repeated_with_its_time_and_counts_still_rise()
     assert any(m.startswith("comparing rows (still working: ") for m in messages) and any(m.startswith("auditing (still working: ") for m in messages)
     assert all(later[1] > earlier[1] for earlier, later in zip(sent, sent[1:]))
     assert max(later[0] - earlier[0] for earlier, later in zip(sent, sent[1:])) < 0.45
+
+
+def test_a_result_too_big_for_one_message_is_summarised_or_refused_never_sent_whole():
+    from mcp_types import CallToolResult, TextContent
+
+    from aether_mcp.strict_wire import bounded, compact_json
+
+    def result(structured):
+        return CallToolResult(content=[TextContent(type="text", text=compact_json(structured))], structured_content=structured)
+
+    def size(message):
+        return len(message.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+    small = result({"rows": ["x" * 100]})
+    assert bounded(small, "t") is small
+    twice = bounded(result({"rows": ['"' * 14_000], "result_path": "/w/.aether/runs/r/result.json"}), "t")  # fits once, not with its mirror
+    assert not twice.is_error and twice.structured_content["rows"] == ['"' * 14_000] and "the structured content holds the whole result" in twice.content[0].text
+    huge = bounded(result({"rows": ["x" * 200_000], "result_path": "/w/.aether/runs/r/result.json"}), "t")
+    assert huge.is_error and "/w/.aether/runs/r/result.json" in huge.content[0].text and "rows (200,004 bytes)" in huge.content[0].text
+    error = bounded(CallToolResult(content=[TextContent(type="text", text="e" * 200_000)], is_error=True), "t")
+    assert error.is_error and "more characters left out" in error.content[0].text
+    assert all(size(message) <= paging.MESSAGE_BYTES for message in (twice, huge, error))

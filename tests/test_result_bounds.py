@@ -42,6 +42,20 @@ def evaluate(text):
     body = text.where(~text.str.startswith('"', na=False), text.str.slice(1))
     return body.str.replace("\\\\", "/", regex=False)
 '''
+TIDY_WRONG = '''TARGET = "sql"
+
+from pyspark.sql import functions as F
+
+
+def build(text):
+    return F.concat(text, text)
+'''
+TIDY_RAISING = '''TARGET = "vectorized"
+
+
+def evaluate(text):
+    raise ValueError("\\"" * 100_000)
+'''
 HEAVY = '"\\\x01\x1f\u2028😀 '  # each costs more as JSON than as text, some of them much more
 
 
@@ -138,6 +152,12 @@ async def test_no_message_is_over_80k_bytes_on_a_workspace_with_1500_files_1000_
         await call("unfreeze_tests", workspace=ws, reason="checking that unfreezing is bounded too")
         await call("freeze_tests", workspace=ws)
         await call("byte_compare", workspace=ws, candidate="tidy_sql", hidden_rows=1_000)
+        # a wrong candidate shows 20,000-character values, a raising one a 100,000-character error: clipped in the result
+        await call("write_file", workspace=ws, path="candidate/wrong.py", content=TIDY_WRONG)
+        await call("write_file", workspace=ws, path="candidate/raising.py", content=TIDY_RAISING)
+        for name in ("wrong", "raising"):
+            shown = await call("byte_compare", workspace=ws, candidate=name, hidden_rows=1_000)
+            assert shown["equal"] is False and (shown["mismatches"] or shown["error"]), name
         await call("audit_candidate", workspace=ws, candidate="tidy_sql", hidden_rows=1_000)
         deviation = await call("record_deviation", workspace=ws, candidate="tidy_sql", summary="none, recorded to be removed", reason="checking the result size of deviations", returns_where_original_raises=True)
         await call("remove_deviation", workspace=ws, candidate="tidy_sql", deviation_id=deviation["deviations"][0]["deviation_id"])

@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import hmac
 import json
+import math
 import os
 import secrets
 import select
@@ -37,6 +38,7 @@ from aether_mcp.wire import value_codec
 from aether_mcp.wire.worker_protocol import receive_message, send_message
 
 TOKEN_ENV = "AETHER_WORKER_TOKEN"
+CONTROL_ENV = "AETHER_WORKER_CONTROL"  # the server's alone: it names requests and cancels them
 MAX_BOUND_CONTEXTS = 32
 
 
@@ -116,7 +118,9 @@ class _SessionLock:
         self._requests = requests
 
     def __enter__(self) -> None:
-        self._lock.acquire()
+        while not self._lock.acquire(timeout=0.1):  # a request cancelled while it waits gives up waiting
+            if self._requests.is_cancelled():
+                raise RequestCancelled("the request was cancelled while it waited for the session")
         if self._requests.is_cancelled():
             self._lock.release()
             raise RequestCancelled("the request was cancelled before it ran")
@@ -169,7 +173,8 @@ class SparkWorker:
         if op == "ping":
             return {"ok": True, "pid": os.getpid(), "role": self.role, "spark_ready": self.spark_ready.is_set() and self.spark is not None}
         if op == "cancel":
-            return {"ok": True, "settled": self.cancel(str(message.get("of", "")), min(float(message.get("wait_s", 10)), 60.0))}
+            wait_s = float(message.get("wait_s", 10))
+            return {"ok": True, "settled": self.cancel(str(message.get("of", "")), min(wait_s, 60.0) if math.isfinite(wait_s) and wait_s >= 0 else 10.0)}
         if op == "bind":
             try:
                 context = Context.from_message(message.get("context"))
@@ -183,6 +188,12 @@ class SparkWorker:
         if op in self.operations:
             return getattr(self, op)(message)
         return refused(f"unknown request {op!r}")
+
+    def leave_job_group(self, request_id: str | None) -> None:
+        """This thread's later jobs (another message on the same connection) belong to no request."""
+        if request_id is not None and self.spark is not None:
+            with contextlib.suppress(Exception):
+                self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
 
     def cancel(self, request_id: str, wait_s: float) -> bool:
         """Stop request `request_id`: its Spark jobs, again as it starts more (a failed batch is retried row by row), until it ends; True once it has, within `wait_s`."""
@@ -209,7 +220,9 @@ class SparkWorker:
 
     def ready(self) -> dict[str, Any] | None:
         """None once Spark is up, else the error reply to send."""
-        self.spark_ready.wait()
+        while not self.spark_ready.wait(0.1):
+            if self.requests.is_cancelled():
+                raise RequestCancelled("the request was cancelled while Spark started")
         if self.spark is None:
             return {"ok": False, "error_kind": "spark", "message": self.spark_error or "Spark is not available"}
         request_id = self.requests.current()
@@ -243,10 +256,18 @@ class _Handler(socketserver.BaseRequestHandler):
             if not hmac.compare_digest(str(message.pop("token", "")), self.server.token):
                 reply = refused("this worker answers only the server that started it")
             else:
+                # Request ids and cancels come only from the server (the control token): a test run, which holds the
+                # token but not the control token, can neither name a request nor cancel one.
+                controlled = hmac.compare_digest(str(message.pop("control", "")), self.server.control)
+                request_id = message.pop("request_id", None) if controlled else None
+                message.pop("request_id", None)
                 try:
-                    request_id = message.pop("request_id", None)
-                    with self.server.worker.requests.serving(str(request_id) if request_id is not None else None):
-                        reply = self.server.worker.handle(message)
+                    if message.get("op") == "cancel" and not controlled:
+                        reply = refused("only the server that started this worker may cancel its requests")
+                    else:
+                        with self.server.worker.requests.serving(str(request_id) if request_id is not None else None):
+                            reply = self.server.worker.handle(message)
+                        self.server.worker.leave_job_group(request_id)
                 except RequestCancelled as exc:
                     reply = {"ok": False, "error_kind": "cancelled", "message": str(exc)}
                 except Exception as exc:  # a worker bug or a cancelled Spark job: report it, keep serving
@@ -262,6 +283,7 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     worker: SparkWorker
     token: str
+    control: str
 
 
 def _exit_when_orphaned() -> None:
@@ -288,6 +310,7 @@ def run(worker_class: type[SparkWorker], argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     # The token must not reach the JVM or Spark's Python workers, which inherit this environment.
     token = os.environ.pop(TOKEN_ENV, "")
+    control = os.environ.pop(CONTROL_ENV, "") or secrets.token_hex(32)  # without one, no request can be named or cancelled
     if not token:
         print(f"{TOKEN_ENV} is not set: a worker answers only the server that starts it", file=sys.stderr)
         sys.exit(2)
@@ -300,6 +323,7 @@ def run(worker_class: type[SparkWorker], argv: list[str] | None = None) -> None:
     server = _Server(args.socket, _Handler)
     server.worker = worker
     server.token = token
+    server.control = control
     threading.Thread(target=worker.start_spark, daemon=True).start()
     print(f"aether-mcp {worker_class.role} worker listening on {args.socket}", flush=True)
     server.serve_forever()

@@ -41,6 +41,7 @@ SETTLE_S = 15.0  # a cancelled request that has not ended this long after its jo
 ROLES = ("reference", "candidate")
 MODULES = {"reference": "aether_mcp.reference.reference_worker", "candidate": "aether_mcp.confined.candidate_worker"}
 TOKEN_ENV = "AETHER_WORKER_TOKEN"
+CONTROL_ENV = "AETHER_WORKER_CONTROL"  # names and cancels requests; never given to a test run
 REFERENCE_UNCONFINED = ConfinementStatus(confined=False, how="the reference worker runs only the original, from verified bytes; it is not confined")
 
 
@@ -73,6 +74,7 @@ class WorkerHandle:
     token: str
     confinement: ConfinementStatus
     call_scratch: Path | None = None  # candidate workers: emptied after every request
+    control: str = ""  # the worker's control token: names requests and cancels them
     in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -273,7 +275,7 @@ class WorkerPool:
         with handle.lock:
             handle.in_flight += 1
         try:
-            reply = request(handle.socket_path, {**message, "token": handle.token, "request_id": request_id}, timeout_s=timeout_s, cancel=cancel)
+            reply = request(handle.socket_path, {**message, "token": handle.token, "control": handle.control, "request_id": request_id}, timeout_s=timeout_s, cancel=cancel)
         except RequestCancelled:
             if self._settled(handle, request_id):
                 raise EvaluationFailed("cancelled", f"{what} was cancelled; its Spark jobs were stopped and the worker stays warm") from None
@@ -298,7 +300,7 @@ class WorkerPool:
     def _settled(self, handle: WorkerHandle, request_id: str) -> bool:
         """Stop a cancelled request's Spark jobs; True once it has ended (within SETTLE_S), so the worker can serve the next call."""
         try:
-            reply = request(handle.socket_path, {"op": "cancel", "of": request_id, "wait_s": SETTLE_S, "token": handle.token}, timeout_s=SETTLE_S + 10.0)
+            reply = request(handle.socket_path, {"op": "cancel", "of": request_id, "wait_s": SETTLE_S, "token": handle.token, "control": handle.control}, timeout_s=SETTLE_S + 10.0)
         except (WorkerUnavailable, RequestCancelled, OSError):
             return False
         return bool(reply.get("ok") and reply.get("settled"))
@@ -326,9 +328,11 @@ class WorkerPool:
         self.starts += 1
         class_archive.ensure()  # an archive made since (here or by another server) is used from now on
         token = secrets.token_hex(32)
+        control = secrets.token_hex(32)
         log_path = self.directory / f"{key}-{self.starts}.log"
         extra = {
             TOKEN_ENV: token,
+            CONTROL_ENV: control,
             "SPARK_LOCAL_IP": "127.0.0.1",
             "PYARROW_IGNORE_TIMEZONE": "1",
             "PYTHONHASHSEED": "0",
@@ -353,7 +357,7 @@ class WorkerPool:
             argv, status = confinement.wrap(self._argv(role, socket_path, spark, warm_up), policy, self.forbidden, network=confinement.network_need(spark.master))
             env = confinement.environment(scratch, {**extra, "AETHER_CALL_SCRATCH": str(call_scratch)}, confined=status.confined)
             process = subprocess_runner.start(argv, cwd=scratch, log_path=log_path, env=env)
-        handle = WorkerHandle(role, key, socket_path, log_path, process, time.monotonic(), token, status, call_scratch)
+        handle = WorkerHandle(role, key, socket_path, log_path, process, time.monotonic(), token, status, call_scratch, control=control)
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if not process.alive():

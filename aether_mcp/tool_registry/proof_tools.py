@@ -8,10 +8,10 @@ from typing import Annotated
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
-from aether_mcp import background_runs
+from aether_mcp import background_runs, paging
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import WorkerPool
-from aether_mcp.tool_registry.tool_calls import BackendArg, CandidateArg, WorkspaceArg, in_thread, tool_annotations
+from aether_mcp.tool_registry.tool_calls import BackendArg, CandidateArg, T, WorkspaceArg, in_thread, tool_annotations
 from aether_mcp.tools import (
     byte_compare,
     cheat_audit,
@@ -40,7 +40,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         hidden_rows: Annotated[int, Field(ge=0, le=200_000, description="how many hidden rows to generate")] = 20_000,
         backend: BackendArg = None,
     ) -> byte_compare.ByteCompareResult:
-        return await in_thread(ctx, partial(byte_compare.byte_compare, sandbox, pool, workspace, candidate, hidden_rows, backend=backend))
+        return _shown(await in_thread(ctx, partial(byte_compare.byte_compare, sandbox, pool, workspace, candidate, hidden_rows, backend=backend)))
 
     @server.tool(
         name="audit_candidate",
@@ -64,7 +64,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         hidden_rows: Annotated[int, Field(ge=1000, le=200_000, description="hidden rows for the fresh comparison")] = 20_000,
         backend: BackendArg = None,
     ) -> cheat_audit.AuditCandidateResult:
-        return await in_thread(ctx, partial(cheat_audit.audit_candidate, sandbox, pool, workspace, candidate, hidden_rows, backend=backend))
+        return _shown(await in_thread(ctx, partial(cheat_audit.audit_candidate, sandbox, pool, workspace, candidate, hidden_rows, backend=backend)))
 
     @server.tool(
         name="record_deviation",
@@ -102,3 +102,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         deviation_id: Annotated[str, Field(description="e.g. dev-1")],
     ) -> deviation_records.DeviationsResult:
         return deviation_records.remove_deviation(sandbox, workspace, candidate, deviation_id)
+
+
+# Fields that show a row's values, what the targets returned or raised, or what the watch saw: clipped
+# in results (the records under .aether/ keep them whole), so a long value cannot swell a result.
+SHOWN_FIELDS = frozenset({"args", "expected", "actual", "detail", "original_raised", "candidate", "error", "evidence", "declared_deviations"})
+
+
+def _shown(result: T) -> T:
+    return type(result).model_validate(paging.clip_fields(result.model_dump(), SHOWN_FIELDS))

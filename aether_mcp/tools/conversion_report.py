@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from aether_mcp import paging
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import spec_strength
 from aether_mcp.tools.benchmarking import BENCH_DIR
@@ -31,7 +32,7 @@ from aether_mcp.workspace import CANDIDATE_DIR, Workspace, candidate_results, de
 from aether_mcp.workspace.candidates import BadCandidate, declared_target
 
 REPORT_DIR = "report"
-EMBED_LIMIT = 48 * 1024  # larger reports come back as paths only
+EMBED_LIMIT = 40_000  # bytes as sent (both copies of a result); larger reports come back as paths only
 
 
 class ReportResult(BaseModel):
@@ -39,7 +40,7 @@ class ReportResult(BaseModel):
     recommended: str | None = Field(description="the candidate to ship, or None when none is verified yet")
     recommendation: str
     artifacts: dict[str, str] = Field(description="markdown: report.md, json: report.json (charts are linked from the Markdown)")
-    embedded_markdown: str | None = Field(description="the Markdown itself, when under 48 KiB")
+    embedded_markdown: str | None = Field(description="the Markdown itself, when it costs at most 40,000 bytes as sent (about 20,000 characters); else read artifacts.markdown")
     sections: list[str]
 
 
@@ -56,14 +57,20 @@ def report(root: SandboxRoot, workspace: str) -> ReportResult:
         recommended=data["recommendation"]["candidate"],
         recommendation=data["recommendation"]["summary"],
         artifacts={"markdown": str(folder / "report.md"), "json": str(folder / "report.json")},
-        embedded_markdown=markdown if len(markdown.encode()) <= EMBED_LIMIT else None,
+        embedded_markdown=markdown if paging.wire_bytes(markdown) <= EMBED_LIMIT else None,
         sections=[line.removeprefix("## ") for line in markdown.splitlines() if line.startswith("## ")],
     )
 
 
 def report_markdown(root: SandboxRoot, name: str) -> str:
-    """The report of workspace `name` (aether_workspaces/<name>, else <name> under the root) as Markdown; writes nothing."""
-    return render_markdown(collect(root, open_named(root, name)))
+    """The report of workspace `name` (aether_workspaces/<name>, else <name> under the root) as Markdown; writes nothing.
+
+    A report longer than a page (paging.PAGE_BYTES as sent) ends after its first page with a line that says where the whole is."""
+    markdown = render_markdown(collect(root, open_named(root, name)))
+    page, next_offset = paging.cut(markdown, 0, mirrored=False)
+    if next_offset is None:
+        return markdown
+    return f"{page}\n[{len(markdown) - next_offset:,} more characters: call report(workspace), which writes the whole to .aether/{REPORT_DIR}/report.md, and read that]\n"
 
 
 def collect(root: SandboxRoot, opened: Workspace) -> dict[str, Any]:

@@ -20,6 +20,9 @@ class DeviationsResult(BaseModel):
     note: str = "every comparison, audit and report of this candidate lists these deviations"
 
 
+MAX_TEXT = 1_000  # characters of a deviation's summary or reason
+
+
 def record_deviation(
     root: SandboxRoot,
     workspace: str,
@@ -35,6 +38,8 @@ def record_deviation(
     summary, reason = (summary or "").strip(), (reason or "").strip()
     if len(summary) < 10 or len(reason) < 10:
         raise ToolError("summary and reason must each say something (at least 10 characters): what differs, and why it is acceptable.")
+    if len(summary) > MAX_TEXT or len(reason) > MAX_TEXT:
+        raise ToolError(f"summary and reason must each fit in {MAX_TEXT:,} characters (every comparison, audit and report repeats them); say it shorter.")
     if returns_where_original_raises and ulp_tolerance is not None:
         raise ToolError(
             "returns_where_original_raises and ulp_tolerance are separate deviations: record one with "

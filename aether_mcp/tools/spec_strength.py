@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import call_scope, draws
+from aether_mcp import call_scope, draws, paging
 from aether_mcp.input_json import session_naive, to_json_row
 from aether_mcp.judge.case_literals import read_case_rows
 from aether_mcp.judge.edge_inputs import edge_rows
@@ -38,7 +38,8 @@ from aether_mcp.workspace import ORIGINAL_MODULE, TESTS_DIR, Workspace, new_run_
 RUNNER_TIMEOUT_S = 300
 PROBE_ROWS = 1500
 MAX_SUGGESTIONS = 60
-MAX_LISTED = 100  # uncovered items and survivors a result lists; the record holds them all
+MAX_LISTED = 100  # uncovered items and survivors a result lists (fewer when long); the record holds them all
+MAX_REASON = 1_000  # characters of a justification
 
 
 class UncoveredItem(BaseModel):
@@ -103,13 +104,14 @@ class Suggestion(BaseModel):
 class SuggestInputsResult(BaseModel):
     workspace: str
     suggestions: list[Suggestion]
+    suggestions_left_out: int = Field(0, description="suggestions not shown because their rows are long; record the shown ones and call again")
     next_step: str = "pass the rows you want to record_cases(workspace, inputs): it records the original's real outputs"
 
 
 class JustifyResult(BaseModel):
     item: str
     reason: str
-    justified: dict[str, str] = Field(description="every recorded justification")
+    justified: dict[str, str] = Field(description="the recorded justifications (the first ones when many, each clipped; workspace_status counts them)")
     gates: dict[str, GateStatus] = Field(default_factory=dict, description="the coverage and mutation gates now, from the current results and every justification (freeze_tests reads the same)")
 
 
@@ -254,7 +256,8 @@ def _listed(report: R, field: str, workspace: Workspace) -> R:
     """The result as returned: at most MAX_LISTED items of `field`, unjustified ones first, with the count left out
     and the path of the record that holds them all (the gates were judged on every item)."""
     items = sorted(getattr(report, field), key=lambda item: item.justified is not None)
-    return report.model_copy(update={field: items[:MAX_LISTED], f"{field}_left_out": max(0, len(items) - MAX_LISTED), "record_path": str(_record_path(workspace))})
+    shown, left_out = paging.fit(items, MAX_LISTED, budget=paging.PAGE_BYTES // 2)
+    return report.model_copy(update={field: shown, f"{field}_left_out": left_out, "record_path": str(_record_path(workspace))})
 
 
 @draws.recorded_call("suggest_inputs")
@@ -299,7 +302,8 @@ def suggest_inputs(root: SandboxRoot, workers: WorkerPool, workspace: str) -> Su
         if len(suggestions) >= MAX_SUGGESTIONS:
             break
         add(row, target)
-    return SuggestInputsResult(workspace=str(opened.path), suggestions=list(suggestions.values())[:MAX_SUGGESTIONS])
+    shown, left_out = paging.fit(list(suggestions.values())[:MAX_SUGGESTIONS], budget=paging.PAGE_BYTES // 2)
+    return SuggestInputsResult(workspace=str(opened.path), suggestions=shown, suggestions_left_out=left_out)
 
 
 def justify(root: SandboxRoot, workspace: str, item: str, reason: str) -> JustifyResult:
@@ -307,6 +311,8 @@ def justify(root: SandboxRoot, workspace: str, item: str, reason: str) -> Justif
     item, reason = (item or "").strip(), (reason or "").strip()
     if len(reason) < 15:
         raise ToolError("reason is too short; say why the item is acceptable (unreachable because ..., equivalent because ...), at least 15 characters.")
+    if len(reason) > MAX_REASON:
+        raise ToolError(f"reason is {len(reason):,} characters; say it in at most {MAX_REASON:,} (the report and every later result repeat it).")
     coverage, mutation = _current(opened, "coverage"), _current(opened, "mutation")
     open_items = [u["item"] for u in (coverage or {}).get("uncovered", [])] + [f"mutant:{s['mutant_id']}" for s in (mutation or {}).get("survivors", [])]
     if item not in open_items:
@@ -330,7 +336,7 @@ def justify(root: SandboxRoot, workspace: str, item: str, reason: str) -> Justif
                     entry["justified"] = reason
             _record(opened, kind, data)
     gates = spec_gates(opened)
-    return JustifyResult(item=item, reason=reason, justified=recorded, gates={kind: gate for kind, gate in gates.items() if gate is not None})
+    return JustifyResult(item=item, reason=reason, justified=paging.fit_dict(recorded)[0], gates={kind: gate for kind, gate in gates.items() if gate is not None})
 
 
 def justifications(workspace: Workspace) -> dict[str, str]:

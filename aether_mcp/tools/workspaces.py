@@ -214,9 +214,9 @@ class FreezeStatus(BaseModel):
     frozen: bool
     since: str | None = None
     cases: int | None = None
-    changed_since_freeze: list[str] = Field(default_factory=list)
+    changed_since_freeze: list[str] = Field(default_factory=list, description="test files changed since the freeze (the first ones when many)")
     problem: str | None = None
-    log: list[dict] = Field(default_factory=list, description="every freeze and unfreeze, with unfreeze reasons")
+    log: list[dict] = Field(default_factory=list, description="the freezes and unfreezes, with unfreeze reasons (the newest when many; long lists in an entry described)")
 
 
 class WorkspaceStatusResult(BaseModel):
@@ -234,8 +234,8 @@ class WorkspaceStatusResult(BaseModel):
     last_runs: dict[str, RunSummary]
     last_compares: dict[str, CompareSummary] = Field(description="per candidate, the strongest byte_compare of its current content (a mismatch outweighs later equal runs), else the latest")
     last_audits: dict[str, AuditSummary] = Field(description="per candidate, the strongest audit_candidate of its current content (a failure with findings outweighs later passes), else the latest")
-    deviations: dict[str, list[str]] = Field(description="recorded deviations per candidate (or why they cannot be read)")
-    justifications: dict[str, str] = Field(description="why uncovered lines or branches and surviving mutants are acceptable")
+    deviations: dict[str, list[str]] = Field(description="recorded deviations per candidate (or why they cannot be read); the first candidates when many, each text clipped")
+    justifications: dict[str, str] = Field(description="why uncovered lines or branches and surviving mutants are acceptable (the first ones when many, each clipped)")
     freeze: FreezeStatus
     gates: list[Gate]
     records_ignored: list[str] = Field(default_factory=list, description="byte_compare and audit_candidate records skipped because this server's signature over them is missing or wrong (edited by hand, or written under another key)")
@@ -301,11 +301,16 @@ def workspace_status(root: SandboxRoot, workspace: str) -> WorkspaceStatusResult
         candidates_left_out=candidates_left_out,
         snapshots=len(snapshot_store.all_snapshots(opened)),
         last_runs=last_runs,
-        last_compares=last_compares,
-        last_audits=last_audits,
-        deviations=_deviations(opened, candidates),
-        justifications=spec_strength.justifications(opened),
-        freeze=freeze,
+        last_compares=paging.fit_dict(last_compares, budget=paging.LIST_BYTES // 2)[0],
+        last_audits=paging.fit_dict(last_audits, budget=paging.LIST_BYTES // 2)[0],
+        deviations=paging.fit_dict(_deviations(opened, candidates))[0],
+        justifications=paging.fit_dict(spec_strength.justifications(opened))[0],
+        freeze=freeze.model_copy(
+            update={
+                "changed_since_freeze": paging.fit(freeze.changed_since_freeze, budget=paging.LIST_BYTES // 2)[0],
+                "log": paging.fit([paging.abridged(entry) for entry in reversed(freeze.log)], budget=paging.LIST_BYTES)[0][::-1],
+            }
+        ),
         gates=gates,
         records_ignored=_ignored_records(opened),
     )
