@@ -31,7 +31,7 @@ from aether_mcp.workspace import CONFIG_FILE, STATE_DIR, Workspace
 
 FILE_TEMPLATE = "aether://workspaces/{name}/file/{+path}{?offset}"
 CHART_TEMPLATE = "aether://workspaces/{name}/chart/{+path}"
-MAX_CHART_BYTES = 57_000  # as base64 in one message, under paging.MESSAGE_BYTES (the charts drawn here are about 45 KB)
+MAX_CHART_BYTES = 56_000  # as base64 in one message, under paging.MESSAGE_BYTES (the charts drawn here are about 45 KB)
 TEXT_SUFFIXES = {".log", ".txt", ".json", ".jsonl", ".md", ".csv", ".xml", ".py"}
 MIME = {".json": "application/json", ".jsonl": "application/jsonl", ".md": "text/markdown", ".csv": "text/csv", ".png": "image/png"}
 

@@ -108,7 +108,9 @@ def clip_fields(value: Any, names: frozenset[str], budget: int = SHOWN_BYTES) ->
     if isinstance(value, list):
         return [clip_fields(item, names, budget) for item in value]
     if isinstance(value, dict):
-        return {key: clipped(item, budget) if key in names else clip_fields(item, names, budget) for key, item in value.items()}
+        return {
+            key: clipped(item, budget) if key in names and not isinstance(item, dict) else clip_fields(item, names, budget) for key, item in value.items()
+        }
     return value
 
 

@@ -216,7 +216,7 @@ def tighten(server: MCPServer, links: Callable[[dict[str, Any]], list[ResourceLi
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt {params.name[:100]!r}. The prompts are: {names}.")
         given = params.arguments or {}
         missing = [argument.name for argument in prompt.arguments or [] if argument.required and argument.name not in given]
-        unknown = sorted(set(given) - {argument.name for argument in prompt.arguments or []})
+        unknown = [name[:100] for name in sorted(set(given) - {argument.name for argument in prompt.arguments or []})[:10]]
         if missing or unknown:
             expected = ", ".join(f"{a.name}{'' if a.required else ' (optional)'}" for a in prompt.arguments or [])
             said = "; ".join(part for part in (f"missing {', '.join(missing)}" if missing else "", f"unknown {', '.join(unknown)}" if unknown else "") if part)

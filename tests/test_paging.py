@@ -88,3 +88,11 @@ def test_a_result_too_big_for_one_message_is_summarised_or_refused_never_sent_wh
     error = bounded(CallToolResult(content=[TextContent(type="text", text="e" * 200_000)], is_error=True), "t")
     assert error.is_error and "more characters left out" in error.content[0].text
     assert all(size(message) <= paging.MESSAGE_BYTES for message in (twice, huge, error))
+
+
+def test_shown_values_are_clipped_by_field_name_and_a_summary_object_under_such_a_name_is_left_whole():
+    data = {"evidence": {"note": "n" * 2_000}, "findings": [{"evidence": '"' * 2_000, "rule": "r"}], "args": ["a" * 2_000, "b"]}
+    shown = paging.clip_fields(data, frozenset({"evidence", "args"}))
+    assert shown["evidence"]["note"] == "n" * 2_000 and shown["findings"][0]["rule"] == "r" and shown["args"][1] == "b"
+    for text in (shown["findings"][0]["evidence"], shown["args"][0]):
+        assert paging.wire_bytes(text) <= paging.SHOWN_BYTES + 10 and text.endswith(" more characters]")

@@ -253,21 +253,23 @@ class _Handler(socketserver.BaseRequestHandler):
                 return
             if message is None:
                 return
-            if not hmac.compare_digest(str(message.pop("token", "")), self.server.token):
+            if not hmac.compare_digest(str(message.pop("token", "")).encode(), self.server.token.encode()):
                 reply = refused("this worker answers only the server that started it")
             else:
                 # Request ids and cancels come only from the server (the control token): a test run, which holds the
                 # token but not the control token, can neither name a request nor cancel one.
-                controlled = hmac.compare_digest(str(message.pop("control", "")), self.server.control)
+                controlled = hmac.compare_digest(str(message.pop("control", "")).encode(), self.server.control.encode())
                 request_id = message.pop("request_id", None) if controlled else None
                 message.pop("request_id", None)
                 try:
                     if message.get("op") == "cancel" and not controlled:
                         reply = refused("only the server that started this worker may cancel its requests")
                     else:
-                        with self.server.worker.requests.serving(str(request_id) if request_id is not None else None):
-                            reply = self.server.worker.handle(message)
-                        self.server.worker.leave_job_group(request_id)
+                        try:
+                            with self.server.worker.requests.serving(str(request_id) if request_id is not None else None):
+                                reply = self.server.worker.handle(message)
+                        finally:
+                            self.server.worker.leave_job_group(request_id)
                 except RequestCancelled as exc:
                     reply = {"ok": False, "error_kind": "cancelled", "message": str(exc)}
                 except Exception as exc:  # a worker bug or a cancelled Spark job: report it, keep serving

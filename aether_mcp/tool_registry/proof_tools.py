@@ -106,8 +106,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
 
 # Fields that show a row's values, what the targets returned or raised, or what the watch saw: clipped
 # in results (the records under .aether/ keep them whole), so a long value cannot swell a result.
-SHOWN_FIELDS = frozenset({"args", "expected", "actual", "detail", "original_raised", "candidate", "error", "evidence", "declared_deviations"})
+SHOWN_FIELDS = frozenset({"args", "shrunk_from", "expected", "actual", "detail", "original_raised", "candidate", "error", "evidence", "declared_deviations", "reasons"})
 
 
 def _shown(result: T) -> T:
-    return type(result).model_validate(paging.clip_fields(result.model_dump(), SHOWN_FIELDS))
+    data = paging.clip_fields(result.model_dump(), SHOWN_FIELDS)
+    if isinstance(data.get("reasons"), list):  # an audit's reasons: one per blocking finding, however many
+        reasons, left_out = paging.fit(data["reasons"], limit=50, budget=paging.LIST_BYTES)
+        data["reasons"] = reasons + ([f"and {left_out:,} more (result_path lists them all)"] if left_out else [])
+    return type(result).model_validate(data)

@@ -27,6 +27,7 @@ from typing import Any
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from aether_mcp import paging
 from aether_mcp.backend import CPU
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import confined_child, confinement, subprocess_runner
@@ -39,6 +40,7 @@ VALIDATE_DIR = "validate"
 FORMATS = ("parquet", "csv", "json", "orc")
 EXTENSIONS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json", ".orc": "orc"}
 SAMPLES = 20
+SAMPLE_FIELDS = frozenset({"args", "original", "candidate"})  # clipped in the result, whole in the record
 DEFAULT_TIMEOUT_S = 900
 Progress = Callable[[int, int | None, str], None]
 # steps each application reports: the inputs' (2), the candidate's (3), the original's and the comparison's (4)
@@ -189,7 +191,7 @@ def validate_on_data(
         duplicate_rows=compared["duplicate_rows"],
         within_tolerance=compared["within_tolerance"],
         allowed_returns=compared["allowed_returns"],
-        samples=[Mismatch(**s) for s in compared["samples"]],
+        samples=[Mismatch(**paging.clip_fields(s, SAMPLE_FIELDS)) for s in compared["samples"]],  # the record keeps them whole
         casts=inputs["casts"],
         deviations_applied=applied,
         deviations_not_applied=not_applied,

@@ -302,7 +302,8 @@ def suggest_inputs(root: SandboxRoot, workers: WorkerPool, workspace: str) -> Su
         if len(suggestions) >= MAX_SUGGESTIONS:
             break
         add(row, target)
-    shown, left_out = paging.fit(list(suggestions.values())[:MAX_SUGGESTIONS], budget=paging.PAGE_BYTES // 2)
+    shown, _ = paging.list_page(list(suggestions.values())[:MAX_SUGGESTIONS], 0, MAX_SUGGESTIONS, budget=paging.PAGE_BYTES // 2)
+    left_out = min(len(suggestions), MAX_SUGGESTIONS) - len(shown)
     return SuggestInputsResult(workspace=str(opened.path), suggestions=shown, suggestions_left_out=left_out)
 
 
