@@ -256,7 +256,7 @@ def _listed(report: R, field: str, workspace: Workspace) -> R:
     """The result as returned: at most MAX_LISTED items of `field`, unjustified ones first, with the count left out
     and the path of the record that holds them all (the gates were judged on every item)."""
     items = sorted(getattr(report, field), key=lambda item: item.justified is not None)
-    shown, left_out = paging.fit(items, MAX_LISTED, budget=paging.PAGE_BYTES // 2)
+    shown, left_out = paging.fit(items, MAX_LISTED, budget=paging.PAGE_BYTES)
     return report.model_copy(update={field: shown, f"{field}_left_out": left_out, "record_path": str(_record_path(workspace))})
 
 
