@@ -65,7 +65,7 @@ def test_a_step_that_runs_long_is_repeated_with_its_time_and_counts_still_rise()
     assert messages[0] == "comparing rows" and "auditing" in messages and "after the end" not in messages
     assert any(m.startswith("comparing rows (still working: ") for m in messages) and any(m.startswith("auditing (still working: ") for m in messages)
     assert all(later[1] > earlier[1] for earlier, later in zip(sent, sent[1:]))
-    assert max(later[0] - earlier[0] for earlier, later in zip(sent, sent[1:])) < 0.45
+    assert max(later[0] - earlier[0] for earlier, later in zip(sent, sent[1:])) < 0.8  # without repeats the first step would leave a 0.9 s gap; room for a loaded machine
 
 
 def test_a_result_too_big_for_one_message_is_summarised_or_refused_never_sent_whole():
