@@ -179,3 +179,22 @@ async def test_no_message_is_over_80k_bytes_on_a_workspace_with_1500_files_1000_
 async def _tools(root, workers):
     async with Client(build_server(str(root), workers=workers, warm_start=False)) as client:
         return (await client.list_tools()).tools
+
+
+def test_texts_every_later_result_repeats_and_charts_over_one_message_are_refused_with_what_to_do(root, workspace):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from aether_mcp import artifact_links
+    from aether_mcp.tools import deviation_records, spec_strength
+
+    with pytest.raises(ToolError, match=r"say it in at most 1,000"):
+        spec_strength.justify(root, workspace, "line:1", "because " * 200)
+    (Path(workspace) / "candidate" / "fee.py").write_text('TARGET = "sql"\n', encoding="utf-8")
+    with pytest.raises(ToolError, match=r"must each fit in 1,000 characters"):
+        deviation_records.record_deviation(root, workspace, "fee", "a long summary " * 100, "a reason that is long enough", ulp_tolerance=1)
+    assert not (Path(workspace) / "deviations").exists() or not any((Path(workspace) / "deviations").iterdir())  # nothing recorded
+    bench = Path(workspace) / ".aether" / "bench" / "b1"
+    bench.mkdir(parents=True)
+    (bench / "wide.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * artifact_links.MAX_CHART_BYTES)
+    with pytest.raises(ToolError, match=r"at most 56,000 bytes, which fits one message.*from the workspace folder"):
+        artifact_links.read_chart(root, Path(workspace).name, ".aether/bench/b1/wide.png")
