@@ -158,27 +158,38 @@ async def _demo_loop(root: Path) -> int:
         reverted = await call("revert", workspace=ws, snapshot_id=snap["snapshot_id"])
         say(f"8. revert          -> back to snapshot {reverted['reverted_to']} (removed {', '.join(reverted['deleted'])}; kept as snapshot {reverted['backup_snapshot_id']})")
 
+        drafted = await call("draft_candidate", workspace=ws)
+        if drafted["drafted"]:
+            judged = await call("byte_compare", workspace=ws, candidate=drafted["candidate"])
+            say(
+                f"9. draft_candidate -> {drafted['path']} translated from the original ({drafted['branches']} branches, recipes {', '.join(drafted['recipes'])}); "
+                f"byte_compare -> draft: equal={judged['equal']} on {judged['rows_compared']} rows"
+            )
+        else:
+            judged = {"equal": None}
+            say(f"9. draft_candidate -> refused: {drafted['refused']['outside_subset']} (original/udf.py line {drafted['refused']['line']}); written by hand instead")
+
         good = (root / job / "candidates" / "discount_sql.py").read_text(encoding="utf-8")
         await call("write_file", workspace=ws, path="candidate/discount_sql.py", content=good)
         run = await call("run_tests", workspace=ws, target="candidate:discount_sql")
-        say(f"9. run_tests       -> candidate:discount_sql (careful rewrite): {_counts(run)}")
+        say(f"10. run_tests       -> candidate:discount_sql (careful rewrite): {_counts(run)}")
 
         proof = await call("byte_compare", workspace=ws, candidate="discount_sql")
         sources = ", ".join(f"{s['rows']} {s['source']}" for s in proof["sources"])
-        say(f"10. byte_compare   -> discount_sql: equal={proof['equal']} on {proof['rows_compared']} rows ({sources}) in {proof['duration_s']:.1f}s")
+        say(f"11. byte_compare   -> discount_sql: equal={proof['equal']} on {proof['rows_compared']} rows ({sources}) in {proof['duration_s']:.1f}s")
         await call("write_file", workspace=ws, path="candidate/naive.py", content=naive)
         caught = await call("byte_compare", workspace=ws, candidate="naive")
         hidden = next(s for s in caught["sources"] if s["source"] == "hidden")
-        say(f"11. byte_compare   -> naive: equal={caught['equal']}, {hidden['mismatched']} of {hidden['rows']} hidden rows differ, e.g.")
+        say(f"12. byte_compare   -> naive: equal={caught['equal']}, {hidden['mismatched']} of {hidden['rows']} hidden rows differ, e.g.")
         for mismatch in [m for m in caught["mismatches"] if m["source"] == "hidden"][:2]:
             say(f"     ({', '.join(mismatch['args'])}): expected {mismatch['expected']}, got {mismatch['actual']} [{mismatch['kind']}]")
 
         clean = await call("audit_candidate", workspace=ws, candidate="discount_sql")
-        say(f"12. audit_candidate -> discount_sql: {clean['verdict']} ({len(clean['findings'])} findings; fresh comparison equal={clean['comparison']['equal']})")
+        say(f"13. audit_candidate -> discount_sql: {clean['verdict']} ({len(clean['findings'])} findings; fresh comparison equal={clean['comparison']['equal']})")
         shortcut = (root / job / "candidates" / "shortcut_udf.py").read_text(encoding="utf-8")
         await call("write_file", workspace=ws, path="candidate/shortcut.py", content=shortcut)
         cheat = await call("audit_candidate", workspace=ws, candidate="shortcut")
-        say(f"13. audit_candidate -> shortcut (the UDF's logic, row by row): {cheat['verdict']}, fresh comparison equal={cheat['comparison']['equal']}")
+        say(f"14. audit_candidate -> shortcut (the UDF's logic, row by row): {cheat['verdict']}, fresh comparison equal={cheat['comparison']['equal']}")
         for reason in cheat["reasons"][:2]:
             say(f"     {reason[:160]}")
 
@@ -186,7 +197,7 @@ async def _demo_loop(root: Path) -> int:
         medians = {m["mode"]: m["median_s"] for m in bench["modes"]}
         interval = bench["speedup_ci"] or [0.0, 0.0]
         say(
-            f"14. run_benchmark  -> {DEMO_ROWS:,} rows, {bench['repeats']} rounds (ended by {bench['rounds_ended_by'].split(':')[0]}): original {medians.get('original', 0):.2f}s, discount_sql {medians.get('candidate', 0):.2f}s, "
+            f"15. run_benchmark  -> {DEMO_ROWS:,} rows, {bench['repeats']} rounds (ended by {bench['rounds_ended_by'].split(':')[0]}): original {medians.get('original', 0):.2f}s, discount_sql {medians.get('candidate', 0):.2f}s, "
             f"no-UDF floor {medians.get('floor', 0):.2f}s: {bench['speedup']:.2f}x (95% CI {interval[0]:.2f}-{interval[1]:.2f}), "
             f"{(bench['overhead_eliminated'] or 0):.0%} of the UDF overhead removed"
         )
@@ -196,37 +207,38 @@ async def _demo_loop(root: Path) -> int:
         repeated = profile["hotspots"]
         example = f", e.g. {repeated[0]['function'][:60]} x{repeated[0]['calls']}" if repeated else ""
         say(
-            f"15. nsys_profile   -> backend {profile['backend']} (no GPU profiler sees the JVM): {codegen.get('in_codegen')} of {codegen.get('operators')} operators "
+            f"16. nsys_profile   -> backend {profile['backend']} (no GPU profiler sees the JVM): {codegen.get('in_codegen')} of {codegen.get('operators')} operators "
             f"in whole-stage codegen, {len(repeated)} subexpression(s) appearing more than once in the plan (counted, not timed){example}"
         )
 
         best = await call("try_optimization", workspace=ws, candidate="discount_sql", label="reference candidate", rows=DEMO_ROWS, repeats=3)
-        say(f"16. try_optimization -> step {best['step']}: {best['reason']}")
+        say(f"17. try_optimization -> step {best['step']}: {best['reason']}")
         await call("write_file", workspace=ws, path="candidate/discount_sql.py", content=naive)
         step = await call("try_optimization", workspace=ws, candidate="discount_sql", label="one expression instead of steps", rows=DEMO_ROWS, repeats=3)
         restored = (Path(ws) / "candidate" / "discount_sql.py").read_text(encoding="utf-8") == good
         say(
-            f"17. try_optimization -> step {step['step']} ('{step['label']}'): accepted={step['accepted']}, reverted={step['reverted']}; "
+            f"18. try_optimization -> step {step['step']} ('{step['label']}'): accepted={step['accepted']}, reverted={step['reverted']}; "
             f"{step['reason'][:120]}; candidate/discount_sql.py restored byte for byte: {restored}"
         )
 
         written = await call("report", workspace=ws)
-        say(f"18. report         -> ship {written['recommended']}, {bench['speedup']:.2f}x in run_benchmark; {len(written['sections'])} sections: the code that replaces the UDF in the job, then the command to verify it before shipping")
+        say(f"19. report         -> ship {written['recommended']}, {bench['speedup']:.2f}x in run_benchmark; {len(written['sections'])} sections: the code that replaces the UDF in the job, then the command to verify it before shipping")
         say(f"    report written to {written['artifacts']['markdown']}")
 
         ok = not (run["failed"] or run["errors"]) and bool(failing) and proof["equal"] and not caught["equal"]
         ok = ok and clean["verdict"] == "PASS" and cheat["verdict"] == "FAIL"
         ok = ok and bench["speedup"] is not None and profile["backend"] == "spark-plan" and best["accepted"] and not step["accepted"] and step["reverted"] and restored
-        ok = ok and written["recommended"] == "discount_sql"
+        ok = ok and written["recommended"] == "discount_sql" and judged["equal"] is True
     # after the server and its workers have stopped, as a person runs it before shipping
     verified = _verify(root, ws)
-    say(f"19. aether-mcp verify --root {root} {Path(ws).relative_to(root)} -> {'passed' if verified.passed else 'FAILED'}: " + ", ".join(f"{c.name} {c.status}" for c in verified.checks))
+    say(f"20. aether-mcp verify --root {root} {Path(ws).relative_to(root)} -> {'passed' if verified.passed else 'FAILED'}: " + ", ".join(f"{c.name} {c.status}" for c in verified.checks))
     for check in verified.checks:
         if check.status not in ("pass", "warn"):
             say(f"     {check.name}: {check.detail[:200]}")
     ok = ok and verified.passed
     say(
-        f"Done in {time.monotonic() - started:.0f}s, all four phases: the tests pin the original and caught the naive rewrite; byte_compare proved the careful one "
+        f"Done in {time.monotonic() - started:.0f}s, all four phases: the tests pin the original and caught the naive rewrite; draft_candidate translated the UDF "
+        "and byte_compare proved the draft equal; byte_compare proved the careful one "
         "equal and found the naive one's counterexamples unaided; audit_candidate passed the careful one and failed the shortcut; run_benchmark timed it "
         "in Spark; try_optimization kept the verified version and reverted a change that broke equality; the report says what to ship and how; "
         "aether-mcp verify recomputed all of it from the job source before shipping."

@@ -35,6 +35,11 @@ Phase 1, specify: pin the original's behaviour in tests, and prove the tests str
 
 CONVERT = """\
 Phase 2, convert: write a candidate and prove it equal to the original as Spark runs it.
+0. Start from a draft: draft_candidate(workspace) translates the original into a sql candidate
+   (candidate/draft.py) with Python's semantics. Where it drafts one, byte_compare it first and edit
+   the draft where the judge finds a difference; where it refuses, it names the construct and line,
+   and you write that candidate by hand. A draft proves nothing until byte_compare and
+   audit_candidate say so.
 1. Choose the target: "sql" (build(*cols) -> Column, or a list of (name, Column) steps: a step that
    later steps use more than once stays a projection, computed once) when Spark functions can
    express the logic exactly;

@@ -38,10 +38,11 @@ Four phases, each gated:
    "original") -> coverage_report, mutation_score (suggest_inputs, justify) -> audit_tests ->
    freeze_tests. Gate: tests pass on the original, every line and branch covered or justified,
    mutation score >= 0.8.
-2. Convert: write candidate/<name>.py (TARGET "sql" with build(*cols), or "vectorized"/"kernel"
-   with evaluate(*series); `from aether_mcp.backend import xp, array, series` serves CPU and GPU)
+2. Convert: draft_candidate(ws) (sql, where it can) or write candidate/<name>.py (TARGET
+   "sql" with build(*cols), or "vectorized"/"kernel" with evaluate(*series); `from
+   aether_mcp.backend import xp, array, series` serves CPU and GPU)
    -> run_tests(ws, "candidate:<name>") -> byte_compare -> audit_candidate. Gate: PASS (no cheat
-   finding, equal on fresh hidden rows). A CPU kernel is simulated (correctness only).
+   finding, equal on fresh hidden rows).
 3. Benchmark: run_benchmark (original, candidate, no-UDF floor; speedup with a 95% CI).
 4. Optimize: nsys_profile -> try_optimization(ws, name, label): the first call records the best;
    later ones keep a change only if clean, equal and faster, else restore the best. Stop after 10
@@ -52,7 +53,7 @@ record_deviation; snapshot/revert/diff keep work safe; workspace_status shows wh
 Prompts: convert_udf and one per phase. Resources: aether://notes/{semantic-traps,
 spark-functions,gpu-idioms}, aether://workspaces/{name}/report, aether://schemas/{tool}.
 Long calls: start_run(tool, arguments) -> run_id; run_status(run_id, wait_s), cancel_run.
-Only files inside the server root can be used."""
+Only files inside the server root are used."""
 
 WARM_START_ENV = "AETHER_MCP_WARM_START"  # "0": start the Spark workers on first use only
 

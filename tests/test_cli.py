@@ -27,19 +27,20 @@ def test_demo_runs_the_loop_and_prints_a_summary(tmp_path):
     assert "4. coverage_report -> 100% of lines, 100% of branches; mutation_score -> " in out
     assert "5. freeze_tests    -> 26 cases frozen" in out
     assert "7. run_tests       -> candidate:naive" in out and "failed" in out and "caught: args=" in out
-    assert "9. run_tests       -> candidate:discount_sql (careful rewrite): 26 passed" in out
-    assert "10. byte_compare   -> discount_sql: equal=True on " in out
-    assert "11. byte_compare   -> naive: equal=False, " in out
-    assert "12. audit_candidate -> discount_sql: PASS (0 findings; fresh comparison equal=True)" in out  # confined: not "PASS (unconfined)"
-    assert "13. audit_candidate -> shortcut (the UDF's logic, row by row): FAIL, fresh comparison equal=True" in out
+    assert re.search(r"9\. draft_candidate -> candidate/draft\.py translated from the original \(\d+ branches, recipes PY_WHITESPACE, _half_up, .*byte_compare -> draft: equal=True on \d+ rows", out)
+    assert "10. run_tests       -> candidate:discount_sql (careful rewrite): 26 passed" in out
+    assert "11. byte_compare   -> discount_sql: equal=True on " in out
+    assert "12. byte_compare   -> naive: equal=False, " in out
+    assert "13. audit_candidate -> discount_sql: PASS (0 findings; fresh comparison equal=True)" in out  # confined: not "PASS (unconfined)"
+    assert "14. audit_candidate -> shortcut (the UDF's logic, row by row): FAIL, fresh comparison equal=True" in out
     assert "row_at_a_time (static, candidate/shortcut.py:" in out
-    assert re.search(r"14\. run_benchmark  -> 200,000 rows, \d+ rounds \(ended by (precision|budget|max_repeats)\): original ", out) and "of the UDF overhead removed" in out
-    assert "15. nsys_profile   -> backend spark-plan (no GPU profiler sees the JVM): " in out and "operators in whole-stage codegen" in out
-    assert "16. try_optimization -> step 0: recorded as the best version" in out
-    assert "17. try_optimization -> step 1 ('one expression instead of steps'): accepted=False, reverted=True; audit_candidate FAIL" in out
+    assert re.search(r"15\. run_benchmark  -> 200,000 rows, \d+ rounds \(ended by (precision|budget|max_repeats)\): original ", out) and "of the UDF overhead removed" in out
+    assert "16. nsys_profile   -> backend spark-plan (no GPU profiler sees the JVM): " in out and "operators in whole-stage codegen" in out
+    assert "17. try_optimization -> step 0: recorded as the best version" in out
+    assert "18. try_optimization -> step 1 ('one expression instead of steps'): accepted=False, reverted=True; audit_candidate FAIL" in out
     assert "candidate/discount_sql.py restored byte for byte: True" in out
-    assert "18. report         -> ship discount_sql, " in out and "10 sections: the code that replaces the UDF in the job, then the command to verify it" in out
-    assert "19. aether-mcp verify --root " in out and "-> passed: job source warn, reference pass, cases pass, coverage pass, mutation pass, candidate pass" in out
+    assert "19. report         -> ship discount_sql, " in out and "10 sections: the code that replaces the UDF in the job, then the command to verify it" in out
+    assert "20. aether-mcp verify --root " in out and "-> passed: job source warn, reference pass, cases pass, coverage pass, mutation pass, candidate pass" in out
     report = kept / "aether_workspaces" / "loyalty_discount" / ".aether" / "report" / "report.md"
     assert f"report written to {report}" in out and "## Recommendation" in report.read_text()
     assert "all four phases" in out

@@ -27,6 +27,7 @@ TOOL_ORDER = [
     "justify",
     "freeze_tests",
     "unfreeze_tests",
+    "draft_candidate",
     "byte_compare",
     "audit_candidate",
     "record_deviation",
@@ -412,7 +413,7 @@ async def test_benchmark_tools_through_the_protocol(client):
 
 async def test_instructions_explain_the_loop_in_one_screen(client):
     assert len(client.instructions.encode()) <= 1850  # hosts cut at 2 KB: room is left for what comes next
-    for step in ("scan_project", "1. Specify", "2. Convert", "3. Benchmark", "4. Optimize", "try_optimization", "report(ws)", "validate_on_data", "apply_conversion", "record_deviation"):
+    for step in ("scan_project", "1. Specify", "2. Convert: draft_candidate(ws)", "3. Benchmark", "4. Optimize", "try_optimization", "report(ws)", "validate_on_data", "apply_conversion", "record_deviation"):
         assert step in client.instructions
 
 
@@ -425,6 +426,8 @@ async def test_prompts_give_the_loop_and_each_phase(client):
     assert 'init_workspace(source="jobs/shipping.py", udf="shipping_fee")' in whole
     for rule in ("Never weaken the tests", "record_deviation", "Stop after 10 steps or 3 rejections in a row", "freeze_tests", "audit_candidate", "report(workspace)"):
         assert rule in whole
+    # convert starts from the translator's draft where there is one, before any hand-written candidate
+    assert whole.index("draft_candidate(workspace)") < whole.index('write_file(workspace, "candidate/<name>.py"')
     optimize = (await client.get_prompt("optimize", {"workspace": "aether_workspaces/shipping_fee", "candidate": "fee"})).messages[0].content.text
     assert optimize.startswith("Workspace: aether_workspaces/shipping_fee") and 'try_optimization(workspace, "fee", label)' in optimize
     specify = (await client.get_prompt("specify", {"workspace": "w"})).messages[0].content.text

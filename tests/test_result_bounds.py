@@ -108,6 +108,8 @@ async def test_no_message_is_over_80k_bytes_on_a_workspace_with_1500_files_1000_
         for index in range(1_500):
             (data / f'note_{index:04}_"q"_😀.txt').write_text(_heavy(index, 150) + "\n", encoding="utf-8")
         await call("write_file", workspace=ws, path="candidate/tidy_sql.py", content=TIDY_SQL)
+        drafted = await call("draft_candidate", workspace=ws)
+        assert drafted["drafted"] is True and drafted["path"] == "candidate/draft.py"
         await call("write_file", workspace=ws, path="candidate/tidy_pandas.py", content=TIDY_VECTORIZED)
 
         before = await call("snapshot", workspace=ws, label="1,500 notes")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
@@ -16,10 +16,28 @@ from aether_mcp.tools import (
     byte_compare,
     cheat_audit,
     deviation_records,
+    drafting,
 )
 
 
 def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: background_runs.BackgroundRuns) -> None:
+    @server.tool(
+        name="draft_candidate",
+        title="Draft a sql candidate",
+        annotations=tool_annotations(read_only=False),
+        description=(
+            "Writes a new candidate/<name>.py: a sql candidate translated from original/udf.py (never run) with Python's "
+            "semantics (None, rounding, NaN, raises). Outside the subset: `drafted: false`, the construct, its line, what to do; "
+            "nothing written. byte_compare judges it."
+        ),
+    )
+    def draft_candidate(
+        workspace: WorkspaceArg,
+        target: Literal["sql"] = "sql",
+        name: Annotated[str, Field(description="new file candidate/<name>.py")] = "draft",
+    ) -> drafting.DraftCandidateResult:
+        return drafting.draft_candidate(sandbox, workspace, target, name)
+
     @server.tool(
         name="byte_compare",
         title="Prove a candidate equal to the original as Spark runs it",

@@ -21,14 +21,14 @@ from aether_mcp import background_runs, call_scope
 from aether_mcp.progress_report import Monotonic
 
 T = TypeVar("T")
-WorkspaceArg = Annotated[str, Field(description="workspace path from init_workspace")]
+WorkspaceArg = Annotated[str, Field(description="the path init_workspace gave")]
 BackendArg = Annotated[
     Literal["auto", "cpu", "gpu"] | None,
     Field(
-        description="where vectorized/kernel candidates run: cpu (kernels simulated), gpu, auto (the GPU where one can run them); default aether.toml's [backend] use"
+        description="where vectorized/kernel candidates run: cpu (kernels simulated), gpu, auto (a GPU if usable); default aether.toml's [backend] use"
     ),
 ]
-CandidateArg = Annotated[str, Field(description="candidate name: the file candidate/<name>.py")]
+CandidateArg = Annotated[str, Field(description="<name> of candidate/<name>.py")]
 # one argument value in a case row: any JSON value (a string such as "NaN" or "-0.0" for special floats)
 JsonCell = Annotated[
     Any, WithJsonSchema({"anyOf": [{"type": "null"}, {"type": "boolean"}, {"type": "number"}, {"type": "string"}, {"type": "array"}, {"type": "object"}]})

@@ -1,14 +1,12 @@
 """scan_project: every Python UDF under a folder of the root, whether init_workspace can take it, and what converting it would save.
 
-For each `.py` file (notebooks exported as `.py` included) the UDFs init_workspace knows are found
-in source (decorators, `udf(fn, type)` wrappers, `spark.udf.register`, lambdas, pandas UDFs of every
-kind, factories). Each is derived exactly as init_workspace would derive it, without writing
-anything, so `convertible` and `reason` are init_workspace's own answer. Its call sites are the
-calls of its names in its file, in the files that import it, and in SQL strings for registered
-names. The predicted payoff puts two measurements side by side: the function's own cost per row
-(plain Python in a child process on generated rows, no Spark, about a third of a second per UDF)
-and this machine's cost per row of sending a row through a Python UDF in Spark (measured once,
-kept under the server's state folder). Nothing of the job itself is run.
+For each `.py` file the UDFs init_workspace knows are found in source (decorators, `udf(fn, type)`
+wrappers, `spark.udf.register`, lambdas, pandas UDFs of every kind, factories). Each is derived as
+init_workspace would derive it, writing nothing, so `convertible` and `reason` are init_workspace's
+answer, and `draft` is draft_candidate's. Call sites: calls of its names in its file, in the files
+that import it, and in SQL strings for registered names. The payoff puts side by side the function's
+own cost per row (plain Python in a child on generated rows, about a third of a second per UDF) and
+this machine's per-row cost of a Python UDF in Spark (measured once, kept in the state folder).
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from aether_mcp import call_scope, draws, extraction, paging
+from aether_mcp import call_scope, drafting, draws, extraction, paging
 from aether_mcp.extraction.finder import UdfFinder
 from aether_mcp.extraction.local_modules import LocalModules
 from aether_mcp.judge.hidden_inputs import hidden_rows
@@ -86,6 +84,7 @@ class ScannedUdf(BaseModel):
     call_sites_left_out: int = 0
     convertible: bool = Field(description="init_workspace takes it as it is")
     reason: str | None = Field(description="why not, in init_workspace's words, with what to pass")
+    draft: str | None = Field(None, description="what draft_candidate would do once it is a workspace: draft a sql candidate, or the construct it refuses")
     init_call: str = Field(description="the init_workspace call that opens it (with guessed arg_types where the source has no hints)")
     traits: list[str] = Field(description="what the body does: branches and arithmetic, string work, regular expressions, loops, third-party libraries, ...")
     likely_target: Target
@@ -104,6 +103,7 @@ class ScanProjectResult(BaseModel):
     files_with_udfs: int
     udfs_found: int
     convertible: int
+    draftable: int = Field(description="UDFs draft_candidate would draft a sql candidate for")
     by_form: dict[str, int]
     by_target: dict[str, int]
     spark_udf_us_per_row: float | None = Field(description="this machine's measured per-row cost of a Python UDF in Spark, beyond its work")
@@ -164,6 +164,7 @@ def scan_project(root: SandboxRoot, path: str = ".", offset: int = 0) -> ScanPro
         files_with_udfs=len({u.file for u in ranked}),
         udfs_found=len(ranked),
         convertible=sum(u.convertible for u in ranked),
+        draftable=sum(bool(u.draft and u.draft.startswith("drafts")) for u in ranked),
         by_form=by_form,
         by_target=by_target,
         spark_udf_us_per_row=facts["overhead_us"],
@@ -241,7 +242,7 @@ def _scan(root: SandboxRoot, folder: Path, sources: list[Path], skipped: int) ->
         )
         if udf.convertible and LOAD_FAILURE in note:
             # init_workspace loads the extracted module in a child before it creates anything, and refuses it for this
-            udf.convertible = False
+            udf.convertible, udf.draft = False, None
             udf.reason = f"its module does not load where the server runs ({note.split(LOAD_FAILURE, 1)[1].strip()}); init_workspace refuses it until it does: install what it imports, then scan again."
         ranked.append(udf)
     ranked.sort(key=lambda u: (not u.convertible, -(u.payoff.saving_us_per_row or -1.0), u.file, u.line))
@@ -317,6 +318,7 @@ def _scanned(root: SandboxRoot, file: _File, definition: extraction.UdfDefinitio
         call_sites_left_out=max(0, len(sites) - MAX_CALL_SITES),
         convertible=reason is None,
         reason=reason,
+        draft=drafting.outlook(derived.module_source, derived.config.udf) if reason is None and derived is not None else None,
         init_call=init_call,
         traits=traits,
         likely_target=target,

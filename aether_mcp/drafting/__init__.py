@@ -1,0 +1,144 @@
+"""Draft a `sql` candidate from the extracted original by reading it, never running it.
+
+`draft(source, udf)` reads `original/udf.py` with `ast` and writes a candidate that computes, with
+Spark Column expressions, what the Python computes, with Python's semantics: its None handling,
+rounding, division, comparisons with NaN, whitespace and raises. A construct outside the subset
+is refused with its line and what to do; no partial draft is written. The draft is a candidate
+like any other: byte_compare, audit_candidate and verify prove or refute it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from aether_mcp.drafting.module import read_module
+from aether_mcp.drafting.recipes import RECIPES, source_of
+from aether_mcp.drafting.translator import Branch, Emitter, Scope
+from aether_mcp.drafting.values import SPARK_KINDS, Refused, Value
+
+__all__ = ["Draft", "Refused", "draft"]
+
+
+@dataclass
+class Draft:
+    text: str
+    recipes: list[str]
+    branches: int
+    notes: list[str] = field(default_factory=list)
+    deviations: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Signature:
+    function: str
+    args: list[tuple[str, str]]  # (name, Spark type)
+    return_type: str
+    kind: str = "row"
+    use_arrow: bool | None = None
+
+
+def draft(source: str, signature: Signature) -> Draft:
+    """The draft's text, or Refused naming the first construct outside the subset."""
+    if signature.kind != "row":
+        raise Refused("a pandas UDF (the subset is row-at-a-time Python)", 1, "pick the vectorized target")
+    tree = ast.parse(source)
+    module = read_module(tree)
+    function = module.functions.get(signature.function)
+    if function is None:
+        raise Refused(f"the function `{signature.function}` is not defined at module level", 1)
+    result_kind = SPARK_KINDS.get(signature.return_type.lower())
+    if result_kind is None:
+        raise Refused(f"the return type {signature.return_type}", function.lineno, "pick the vectorized target")
+    params = [a.arg for a in function.args.args]
+    if params != [name for name, _ in signature.args] or function.args.vararg or function.args.kwonlyargs:
+        raise Refused("a UDF whose parameters are not its arguments in order", function.lineno)
+    emitter = Emitter(names={"F", *RECIPES, *module.tables, *params})
+    env: dict[str, Value] = {}
+    entry: list[str] = []
+    for name, spark_type in signature.args:
+        kind = SPARK_KINDS.get(spark_type.lower())
+        if kind is None:
+            raise Refused(f"the argument `{name}` of type {spark_type}", function.lineno, "pick the vectorized target")
+        cast = {"int": ".cast('long')", "float": ".cast('double')"}.get(kind, "")  # Python ints do not overflow at 32 bits; a float arrives widened
+        entry.append(f"{name} = _col({name}){cast}")
+        env[name] = Value(name, kind, True, name=name)
+    used: set[str] = {"_col"}
+    notes: set[str] = set()
+    deviations: set[str] = set()
+    tables: set[str] = set()
+    scope = Scope(module, emitter, env, used, notes, deviations, tables, (signature.function,))
+    branches: list[Branch] = []
+    if scope.block(function.body, branches):
+        branches.append(Branch("F.lit(True)", Value("F.lit(None)", "none", True, const=None, is_const=True), line=function.lineno))
+    result = _result_chain(branches, result_kind, signature, used, function.lineno)
+    text = _file_text(signature, source, module, tables, used, entry, emitter.lines, result)
+    return Draft(text, sorted(used - {"_col"}), len(branches), sorted(notes), sorted(deviations))
+
+
+def _converted(value: Value, result_kind: str, signature: Signature, line: int) -> str:
+    """A returned value as Spark keeps it under the declared type (the pickled path nulls a wrong Python type)."""
+    if value.kind in (result_kind, "none"):
+        return value.code
+    if value.kind == "bool" and result_kind == "int" and signature.use_arrow:
+        return value.code
+    if value.kind == "int" and result_kind == "float":
+        return value.code if signature.use_arrow else "F.lit(None)"
+    if value.kind == "float" and result_kind == "int" and not signature.use_arrow:
+        return "F.lit(None)"
+    raise Refused(f"a return of {value.kind} where the UDF declares {signature.return_type}", line)
+
+
+def _result_chain(branches: list[Branch], result_kind: str, signature: Signature, used: set[str], line: int) -> str:
+    parts: list[str] = []
+    for branch in branches:
+        if branch.value is None:
+            used.add("_raise")
+            outcome = f"_raise({branch.message!r})"
+        else:
+            outcome = _converted(branch.value, result_kind, signature, branch.line)
+        last = branch.condition == "F.lit(True)"
+        if not parts:
+            parts.append(outcome if last else f"F.when({branch.condition}, {outcome})")
+        else:
+            parts.append(f".otherwise({outcome})" if last else f".when({branch.condition}, {outcome})")
+        if last:
+            break
+    return "\n        ".join(parts)
+
+
+def _file_text(signature: Signature, source: str, module, tables: set[str], used: set[str], entry: list[str], lines: list[str], result: str) -> str:
+    args = ", ".join(name for name, _ in signature.args)
+    header = (
+        f'"""Draft of `{signature.function}`, written by draft_candidate from the extracted original (read, never run; the tests never shown).\n\n'
+        "Each step names the source line it comes from; the recipes above build() give Python's semantics in Spark\n"
+        "(notes: aether://notes/semantic-traps). Edit it freely: byte_compare and audit_candidate judge it like any candidate.\n"
+        '"""\n\n'
+        "from pyspark.sql import functions as F\n\n"
+        'TARGET = "sql"\n'
+    )
+    table_lines = []
+    for name in sorted(tables):
+        table = module.tables[name]
+        table_lines.append(f"\n# From the original (line {table.line}).\n{name} = {dict(table.items)!r}\n")
+    body = [*entry, *lines]
+    spark_type = signature.return_type
+    code = "\n".join(f"    {line}" for line in body)
+    return (
+        header
+        + "".join(table_lines)
+        + source_of(sorted(used))
+        + f"\n\ndef build({args}):\n{code}\n    return (\n        {result}\n    ).cast({spark_type!r})\n"
+    )
+
+
+def outlook(source: str, udf) -> str:
+    """What draft_candidate would do with an extracted UDF (`udf`: its aether.toml [udf] section), in one line."""
+    signature = Signature(udf.function, [(a.name, a.type) for a in udf.args], udf.return_type, udf.kind, udf.use_arrow)
+    try:
+        draft(source, signature)
+    except Refused as refused:
+        return f"refused: {refused.construct[:100]} (line {refused.line} of original/udf.py)"
+    except Exception as exc:  # noqa: BLE001 - a scan reports every UDF, whatever the translator makes of one
+        return f"refused: the translator could not read it ({type(exc).__name__})"
+    return "drafts a sql candidate (draft_candidate)"

@@ -1,0 +1,256 @@
+"""Calls in the subset: builtins, str methods, dict.get, math, the money idiom and the module's own helpers (inlined)."""
+
+from __future__ import annotations
+
+import ast
+
+from aether_mcp.drafting.expressions import INF, ULP_MATH, always_raises, as_float, as_int, number, raising
+from aether_mcp.drafting.module import undefined
+from aether_mcp.drafting.values import Guard, Refused, Value, constant
+
+STR_METHODS = {"strip", "lstrip", "rstrip", "lower", "upper", "replace", "startswith", "endswith"}
+TRIM = {"strip": "F.trim", "lstrip": "F.ltrim", "rstrip": "F.rtrim"}
+MAX_INLINE_DEPTH = 8
+
+
+class Calls:
+    def _Call(self, node: ast.Call) -> Value:
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise Refused("a call with *args or **kwargs", node.lineno)
+        func = node.func
+        named = self.imported(func)
+        if named is not None:
+            return self.library_call(named, node)
+        if isinstance(func, ast.Attribute):
+            if isinstance(func.value, ast.Name) and func.value.id in self.module.tables and func.value.id not in self.env and func.attr == "get":
+                table = self.module.tables[func.value.id]
+                if not table.is_dict or not 1 <= len(node.args) <= 2 or node.keywords:
+                    raise Refused(f"`{ast.unparse(node)[:60]}`", node.lineno)
+                default = self.expr(node.args[1]) if len(node.args) == 2 else constant(None, node.lineno)
+                return self.lookup(table, self.expr(node.args[0]), default, node.lineno)
+            target = self.expr(func.value)
+            if always_raises(target):
+                return target
+            return self.method(func.attr, target, node)
+        if isinstance(func, ast.Name) and func.id not in self.env:
+            if func.id in self.module.functions:
+                return self.inline(func.id, node)
+            if func.id in BUILTINS:
+                return getattr(self, BUILTINS[func.id])(node)
+            if undefined(self.module, func.id):
+                return raising(f"NameError: name '{func.id}' is not defined (line {node.lineno})")
+        raise Refused(f"the call `{ast.unparse(node)[:80]}`", node.lineno)
+
+    # --- the module's helpers ----------------------------------------------------
+
+    def inline(self, name: str, node: ast.Call) -> Value:
+        function = self.module.functions[name]
+        if name in self.inlining or len(self.inlining) >= MAX_INLINE_DEPTH:
+            raise Refused(f"the recursive call of `{name}`", node.lineno)
+        args = function.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or function.decorator_list:
+            raise Refused(f"the helper `{name}` (decorated, or with *args, **kwargs or keyword-only parameters)", function.lineno)
+        params = [a.arg for a in args.args]
+        defaults = dict(zip(params[len(params) - len(args.defaults) :], args.defaults, strict=True))
+        bound: dict[str, Value] = {}
+        for param, arg in zip(params, node.args, strict=False):
+            bound[param] = self.expr(arg)
+        if len(node.args) > len(params):
+            raise Refused(f"`{name}` called with more arguments than it takes (TypeError)", node.lineno)
+        for keyword in node.keywords:
+            if keyword.arg not in params or keyword.arg in bound:
+                raise Refused(f"`{name}` called with the keyword `{keyword.arg}` it does not take", node.lineno)
+            bound[keyword.arg] = self.expr(keyword.value)
+        for param in params:
+            if param not in bound:
+                if param not in defaults:
+                    raise Refused(f"`{name}` called without `{param}` (TypeError)", node.lineno)
+                bound[param] = self.expr(defaults[param])
+        guards = tuple(g for v in bound.values() for g in v.guards)
+        return self.call_body(name, function, {p: self.bind(v.pure(), f"{name.strip('_')}_{p}") for p, v in bound.items()}, guards)
+
+    # --- builtins ------------------------------------------------------------------
+
+    def _abs(self, node: ast.Call) -> Value:
+        value = self.need(as_int(self.one_arg(node)), "abs()", node.lineno)
+        if not number(value):
+            raise Refused(f"abs() of {value.kind}", node.lineno)
+        if value.kind == "int":  # abs(-2**63) is 2**63, a Python int Spark keeps as null
+            return Value(f"F.when({value.code} != F.lit(-9223372036854775808), F.abs({value.code}))", "int", True, value.guards)
+        return Value(f"F.abs({value.code})", value.kind, False, value.guards)
+
+    def _min_max(self, node: ast.Call) -> Value:
+        name = node.func.id  # type: ignore[attr-defined]
+        if len(node.args) < 2 or node.keywords:
+            raise Refused(f"{name}() of an iterable or with key=/default=", node.lineno)
+        values = [self.need(as_int(self.expr(a)), f"{name}()", node.lineno) for a in node.args]
+        kinds = {v.kind for v in values}
+        if len(kinds) != 1 or not kinds <= {"int", "float", "str"}:
+            raise Refused(f"{name}() of mixed or unordered types ({', '.join(sorted(kinds))}): its result's type depends on the row", node.lineno)
+        guards = tuple(g for v in values for g in v.guards)
+        result = values[0]
+        for other in values[1:]:
+            if result.kind == "float":
+                recipe = "_py_min" if name == "min" else "_py_max"
+                self.use(recipe)
+                code = f"{recipe}({result.code}, {other.code})"
+            else:  # the first of equal values wins, as in Python
+                code = f"F.when({other.code} {'<' if name == 'min' else '>'} {result.code}, {other.code}).otherwise({result.code})"
+            result = Value(code, result.kind)
+        return Value(result.code, result.kind, False, guards)
+
+    def _round(self, node: ast.Call) -> Value:
+        if node.keywords or not 1 <= len(node.args) <= 2:
+            raise Refused("round() with keywords", node.lineno)
+        value = self.need(as_int(self.expr(node.args[0])), "round()", node.lineno)
+        digits = self.expr(node.args[1]) if len(node.args) == 2 else None
+        if digits is not None and (not digits.is_const or not (digits.const is None or isinstance(digits.const, int))):
+            raise Refused("round() with ndigits that is not a literal int", node.lineno)
+        n = None if digits is None else digits.const
+        if value.kind == "int":
+            if n is None or n >= 0:  # type: ignore[operator]
+                return value
+            raise Refused("round() of an int to negative digits", node.lineno)
+        if value.kind != "float":
+            raise Refused(f"round() of {value.kind}", node.lineno)
+        if n is None:
+            guards = (*value.guards, *self.finite_guards(value, "round", node.lineno))
+            return Value(self.in_long_range(value, f"F.rint({value.code}).cast('long')", "round()", node.lineno), "int", True, guards)
+        if not 0 <= n <= 22:  # type: ignore[operator]
+            raise Refused("round(x, n) of a float with n outside 0..22", node.lineno)
+        self.use("_py_round")
+        return Value(f"_py_round({value.code}, {n})", "float", False, value.guards)
+
+    def finite_guards(self, value: Value, what: str, line: int) -> tuple[Guard, ...]:
+        self.use("_is_nan")
+        return (
+            Guard(f"_is_nan({value.code})", f"ValueError: cannot convert float NaN to integer ({what}, line {line})"),
+            Guard(f"F.abs({value.code}) == {INF}", f"OverflowError: cannot convert float infinity to integer ({what}, line {line})"),
+        )
+
+    def in_long_range(self, value: Value, code: str, what: str, line: int) -> str:
+        """An int made from a float: Python's is exact at any size, Spark's bigint ends at 2**63, where the draft gives null."""
+        self.notes.add(
+            f"{what} of a float (line {line}) is null in the draft beyond +-2**63, as Spark keeps such an int when the UDF returns it; "
+            "used in arithmetic there, Python's big int would differ"
+        )
+        return f"F.when(({value.code} >= F.lit(-9.223372036854775808e18)) & ({value.code} < F.lit(9.223372036854775808e18)), {code})"
+
+    def _int(self, node: ast.Call) -> Value:
+        value = self.need(self.one_arg(node), "int()", node.lineno)
+        if value.kind in ("int", "bool"):
+            return as_int(value)
+        if value.kind == "float":
+            code = self.in_long_range(value, f"({value.code}).cast('long')", "int()", node.lineno)
+            return Value(code, "int", True, (*value.guards, *self.finite_guards(value, "int()", node.lineno)))
+        raise Refused("int() of a string (whitespace, underscores and non-ASCII digits differ: notes, section 5)", node.lineno)
+
+    def _float(self, node: ast.Call) -> Value:
+        money = self.money_round(node)
+        if money is not None:
+            return money
+        value = self.need(self.one_arg(node), "float()", node.lineno)
+        if number(value):
+            return as_float(as_int(value))
+        raise Refused("float() of a string (Java accepts '1.5d' and other spellings: notes, section 5)", node.lineno)
+
+    def _len(self, node: ast.Call) -> Value:
+        value = self.need(self.one_arg(node), "len()", node.lineno)
+        if value.kind != "str":
+            raise Refused(f"len() of {value.kind}", node.lineno)
+        return Value(f"F.length({value.code}).cast('long')", "int", False, value.guards)
+
+    def _isinstance(self, node: ast.Call) -> Value:
+        if len(node.args) != 2 or node.keywords:
+            raise Refused("isinstance() with other than two arguments", node.lineno)
+        value = self.expr(node.args[0])
+        types = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+        if not all(isinstance(t, ast.Name) and t.id in PY_TYPES and t.id not in self.env for t in types):
+            raise Refused(f"isinstance() against `{ast.unparse(node.args[1])[:60]}`", node.lineno)
+        kinds = {k for t in types for k in PY_TYPES[t.id]}  # type: ignore[union-attr]
+        if value.kind not in kinds:
+            return Value("F.lit(False)", "bool", False, value.guards, False, True)
+        if value.nullable:
+            return Value(f"{value.code}.isNotNull()", "bool", False, value.guards)
+        return Value("F.lit(True)", "bool", False, value.guards, True, True)
+
+    def _bool(self, node: ast.Call) -> Value:
+        return self.truth(self.one_arg(node), node.lineno)
+
+    def one_arg(self, node: ast.Call) -> Value:
+        if len(node.args) != 1 or node.keywords:
+            raise Refused(f"`{ast.unparse(node.func)}` called with other than one argument", node.lineno)
+        return self.expr(node.args[0])
+
+    # --- str methods ---------------------------------------------------------------
+
+    def method(self, name: str, target: Value, node: ast.Call) -> Value:
+        if target.kind != "str" or name not in STR_METHODS:
+            raise Refused(f"the method `.{name}()` on {target.kind}", node.lineno)
+        target = self.need(target, f".{name}()", node.lineno)
+        args = [self.expr(a) for a in node.args]
+        if node.keywords or any(not (a.is_const and (isinstance(a.const, str) or a.const is None)) for a in args):
+            raise Refused(f"`.{name}()` with arguments that are not literal strings", node.lineno)
+        guards = target.guards
+        s = target.code
+        if name in TRIM:
+            chars = args[0].const if args else None
+            if len(args) > 1:
+                raise Refused(f"`.{name}()` with more than one argument", node.lineno)
+            chars_code = self.whitespace() if chars is None else repr(chars)
+            if chars == "":
+                return target
+            return Value(f"{TRIM[name]}({s}, F.lit({chars_code}))", "str", False, guards)
+        if name in ("lower", "upper"):
+            if args:
+                raise Refused(f"`.{name}()` with arguments", node.lineno)
+            self.notes.add(f"`.{name}()` (line {node.lineno}) became Spark's {name}(), which maps non-ASCII text by the JVM's locale and ICU's Unicode version (notes, section 12)")
+            return Value(f"F.{name}({s})", "str", False, guards)
+        if name == "replace":
+            if len(args) != 2 or args[0].const == "":
+                raise Refused("`.replace()` with a count or an empty search string", node.lineno)
+            return Value(f"F.replace({s}, F.lit({args[0].const!r}), F.lit({args[1].const!r}))", "str", False, guards)
+        if len(args) != 1:
+            raise Refused(f"`.{name}()` with start or end positions", node.lineno)
+        return Value(f"{s}.{name}({args[0].const!r})", "bool", False, guards)
+
+    # --- math --------------------------------------------------------------------------
+
+    def library_call(self, named: str, node: ast.Call) -> Value:
+        module, _, function = named.rpartition(".")
+        if module != "math":
+            raise Refused(f"the call of `{named}`", node.lineno, "write it by hand, or pick the vectorized target")
+        value = self.need(as_int(self.one_arg(node)), f"math.{function}()", node.lineno)
+        if not number(value):
+            raise Refused(f"math.{function}() of {value.kind} (TypeError)", node.lineno)
+        x = as_float(value)
+        guards = x.guards
+        if function in ("isfinite", "isnan", "isinf"):
+            self.use("_is_nan")
+            code = {"isnan": f"_is_nan({x.code})", "isinf": f"(F.abs({x.code}) == {INF})", "isfinite": f"(~_is_nan({x.code}) & (F.abs({x.code}) != {INF}))"}[function]
+            return Value(code, "bool", False, guards)
+        if function == "sqrt":
+            guard = Guard(f"{x.code} < 0", f"ValueError: math domain error (line {node.lineno})")
+            return Value(f"F.sqrt({x.code})", "float", False, (*guards, guard))
+        if function == "fabs":
+            return Value(f"F.abs({x.code})", "float", False, guards)
+        if function in ("floor", "ceil"):
+            if value.kind == "int":
+                return value
+            code = self.in_long_range(x, f"F.{function}({x.code}).cast('long')", f"math.{function}()", node.lineno)
+            return Value(code, "int", True, (*guards, *self.finite_guards(x, f"math.{function}()", node.lineno)))
+        if function in ("degrees", "radians"):
+            return Value(f"F.{function}({x.code})", "float", False, guards)
+        if function in ULP_MATH:
+            self.deviations.add(
+                f"math.{function}() (line {node.lineno}) became Spark's {ULP_MATH[function]}(), which can differ from Python's by 1-3 ULP "
+                "(notes, section 18): declare record_deviation(workspace, 'ulp', ...) if the judge finds it, or pick the vectorized target"
+            )
+            domain = {"log10": f"{x.code} <= 0", "log1p": f"{x.code} <= -1"}.get(function)
+            guards = (*guards, Guard(domain, f"ValueError: math domain error (line {node.lineno})")) if domain else guards
+            return Value(f"F.{ULP_MATH[function]}({x.code})", "float", False, guards)
+        raise Refused(f"math.{function}() (its Spark counterpart is not known to match Python's to the bit)", node.lineno, "write it by hand, or pick the vectorized target")
+
+
+PY_TYPES = {"int": ("int", "bool"), "float": ("float",), "str": ("str",), "bool": ("bool",)}
+BUILTINS = {"isinstance": "_isinstance", "abs": "_abs", "min": "_min_max", "max": "_min_max", "round": "_round", "int": "_int", "float": "_float", "len": "_len", "bool": "_bool"}

@@ -1,0 +1,181 @@
+"""What the extracted module offers the UDF: literal constants, literal tables, helpers and imports.
+
+Only what can be read without running anything: a module-level name bound once to a literal (or a
+`Decimal("0.01")` / `Context(prec=..., rounding=...)` the money idiom uses), a function defined at
+module level, and the imports of `math` and `decimal`.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+from dataclasses import dataclass, field
+
+from aether_mcp.drafting.values import Refused, kind_of
+
+
+@dataclass(frozen=True)
+class Table:
+    """A module-level literal dict, tuple, list, set or frozenset."""
+
+    name: str
+    items: tuple[tuple[object, object], ...]  # (key, value); a sequence's values are None
+    is_dict: bool
+    line: int
+
+
+@dataclass(frozen=True)
+class DecimalConst:
+    exponent: int  # Decimal("0.01") -> -2
+
+
+@dataclass(frozen=True)
+class DecimalContext:
+    prec: int
+    rounding: str | None
+
+
+@dataclass
+class Module:
+    constants: dict[str, object] = field(default_factory=dict)
+    tables: dict[str, Table] = field(default_factory=dict)
+    decimals: dict[str, DecimalConst | DecimalContext] = field(default_factory=dict)
+    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    imports: dict[str, str] = field(default_factory=dict)  # local name -> "math", "math.isfinite", "decimal.Decimal"...
+    rebound: set[str] = field(default_factory=set)
+    bound: set[str] = field(default_factory=set)  # every name the module binds at its top level
+    other: dict[str, tuple[int, str]] = field(default_factory=dict)  # a name bound to something not literal: its line and source
+    opaque: bool = False  # a star import other than math's: any name may exist
+
+
+def read_module(tree: ast.Module) -> Module:
+    module = Module()
+    seen: set[str] = set()
+    for node in tree.body:
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store) or isinstance(inner, ast.Global):
+                module.bound.update(inner.names if isinstance(inner, ast.Global) else [inner.id])
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            module.bound.add(node.name)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            module.bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+            module.opaque |= isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names) and node.module != "math"
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                module.imports[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                if alias.name == "*" and node.module == "math":
+                    module.imports.update({n: f"math.{n}" for n in dir(math) if not n.startswith("_")})
+                elif alias.name != "*":
+                    module.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.FunctionDef):
+            module.functions[node.name] = node
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            for target in targets:
+                if not isinstance(target, ast.Name) or value is None:
+                    continue
+                name = target.id
+                if name in seen:
+                    module.rebound.add(name)
+                seen.add(name)
+                _read_binding(module, name, value)
+    for name in module.rebound:
+        module.constants.pop(name, None)
+        module.tables.pop(name, None)
+        module.decimals.pop(name, None)
+    return module
+
+
+def _read_binding(module: Module, name: str, value: ast.expr) -> None:
+    try:
+        literal = ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        decimal = _decimal_binding(module, value)
+        if decimal is not None:
+            module.decimals[name] = decimal
+        else:
+            module.other[name] = (value.lineno, ast.unparse(value)[:60])
+        return
+    if kind_of(literal) is not None:
+        module.constants[name] = literal
+    elif isinstance(literal, dict) and all(kind_of(k) is not None and kind_of(v) is not None for k, v in literal.items()) and literal:
+        module.tables[name] = Table(name, tuple(literal.items()), True, value.lineno)
+    elif isinstance(literal, tuple | list | set | frozenset) and all(_flat(v) for v in literal):
+        module.tables[name] = Table(name, tuple((v, None) for v in literal), False, value.lineno)
+    else:
+        module.other[name] = (value.lineno, ast.unparse(value)[:60])
+
+
+def _flat(value: object) -> bool:
+    """A literal or a tuple of literals (what a `for a, b in TABLE` loop unpacks)."""
+    return kind_of(value) is not None or (isinstance(value, tuple) and all(kind_of(v) is not None for v in value))
+
+
+def _decimal_binding(module: Module, value: ast.expr) -> DecimalConst | DecimalContext | None:
+    if not isinstance(value, ast.Call):
+        return None
+    called = module.imports.get(value.func.id) if isinstance(value.func, ast.Name) else None
+    if isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name):
+        called = f"{module.imports.get(value.func.value.id)}.{value.func.attr}"
+    if called == "decimal.Decimal":
+        return decimal_quantum(value)
+    if called == "decimal.Context" and not value.args:
+        keywords = {k.arg: k.value for k in value.keywords}
+        if set(keywords) - {"prec", "rounding"}:
+            return None
+        prec = keywords.get("prec")
+        rounding = keywords.get("rounding")
+        prec_value = prec.value if isinstance(prec, ast.Constant) and isinstance(prec.value, int) else None
+        rounding_name = _rounding_name(module, rounding) if rounding is not None else None
+        if prec_value is None or (rounding is not None and rounding_name is None):
+            return None
+        return DecimalContext(prec_value, rounding_name)
+    return None
+
+
+def decimal_quantum(call: ast.Call) -> DecimalConst | None:
+    """Decimal("0.01") as a quantum: its exponent (-2); None for anything else."""
+    if len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Constant) or not isinstance(call.args[0].value, str):
+        return None
+    text = call.args[0].value
+    import decimal
+
+    try:
+        number = decimal.Decimal(text)
+    except decimal.InvalidOperation:
+        return None
+    if not number.is_finite() or number.adjusted() != number.as_tuple().exponent or number.as_tuple().digits != (1,):
+        return None  # only a power of ten such as 1, 0.1, 0.01 is a quantum the recipe knows
+    exponent = number.as_tuple().exponent
+    return DecimalConst(exponent) if isinstance(exponent, int) and -22 <= exponent <= 0 else None
+
+
+def _rounding_name(module: Module, node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        full = module.imports.get(node.id, "")
+        return full.split(".")[-1] if full.startswith("decimal.") else None
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and module.imports.get(node.value.id) == "decimal":
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def undefined(module: Module, name: str) -> bool:
+    """A name Python would not find at all when the line runs (NameError), such as Python 2's `unicode`."""
+    known = module.constants.keys() | module.tables.keys() | module.decimals.keys() | module.functions.keys() | module.imports.keys()
+    return not module.opaque and name not in known and name not in module.bound and not hasattr(builtins, name)
+
+
+def refuse_unknown_name(module: Module, name: str, line: int) -> Refused:
+    if name in module.other:
+        where, source = module.other[name]
+        return Refused(f"the name `{name}`, bound at line {where} to `{source}`, which is not a literal the translator can read", line)
+    return Refused(
+        f"the name `{name}` (not an argument, a local, a module-level literal, a literal table or a module-level function)",
+        line,
+    )

@@ -1,0 +1,382 @@
+"""draft_candidate: a translator from the original's Python to a sql candidate, whose drafts the judge then proves or refutes.
+
+The quick tests read drafts and refusals without Spark. The slow ones go through the MCP client:
+each recipe family is a small UDF whose draft byte_compare judges against the original on the
+named trap cases (recorded) and on fresh hidden rows, and the shipping job's draft passes its audit.
+"""
+
+import ast
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.server.mcpserver.exceptions import ToolError
+
+from aether_mcp.drafting import Refused, Signature, draft
+from aether_mcp.judge.cheat_rules import check_candidate
+from aether_mcp.server import build_server
+from aether_mcp.tools import workspaces
+from aether_mcp.tools.drafting import draft_candidate
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def loyalty_signature() -> Signature:
+    return Signature("loyalty_discount", [("age", "bigint"), ("amount", "double"), ("tier", "string")], "double", "row", False)
+
+
+def test_the_loyalty_draft_reads_like_the_source_and_passes_the_static_rules():
+    source = workspace_original("loyalty_pricing", "loyalty_discount")
+    made = draft(source, loyalty_signature())
+    tree = ast.parse(made.text)
+    assert [n.name for n in tree.body if isinstance(n, ast.FunctionDef)][-1] == "build"
+    # each recipe it needs, named, and a comment naming the source line of each step
+    assert made.recipes == ["PY_WHITESPACE", "_half_up", "_is_nan", "_lookup", "_py_min", "_raise"]
+    assert "# line 58: if amount is None or not math.isfinite(amount)" in made.text
+    assert "# line 35 (_normalize_tier): key = tier.strip().lower()" in made.text
+    assert "F.trim(tier, F.lit(PY_WHITESPACE))" in made.text and "_raise('KeyError: a key not in TIER_RATES (line 41)')" in made.text
+    assert made.notes and "lower()" in made.notes[0] and made.deviations == []
+    assert check_candidate(made.text, "candidate/draft.py", "sql", set(), set(), "build") == []
+    # the same rules block a draft that names the original's file (what the draft's docstring once did)
+    named = check_candidate(made.text + '\nSOURCE = "original/udf.py"\n', "candidate/draft.py", "sql", set(), set(), "build")
+    assert [f.rule for f in named if f.severity == "block"] == ["reads_forbidden"]
+
+
+def workspace_original(example: str, udf: str, tmp: Path | None = None) -> str:
+    import tempfile
+
+    from aether_mcp.path_guard import SandboxRoot
+
+    folder = Path(tmp or tempfile.mkdtemp())
+    (folder / "jobs").mkdir(exist_ok=True)
+    (folder / "jobs" / "job.py").write_text((EXAMPLES / example / "job.py").read_text())
+    created = workspaces.init_workspace(SandboxRoot(folder), "jobs/job.py", udf, workspace=f"ws/{udf}")
+    return (Path(created.workspace) / "original" / "udf.py").read_text()
+
+
+def one(body: str, args: str = "x: float") -> str:
+    return textwrap.dedent(f"import math\n\nTABLE = {{'a': 1.0}}\n\n\ndef f({args}) -> float:\n") + textwrap.indent(textwrap.dedent(body), "    ")
+
+
+REFUSALS = [
+    ("for i in range(3):\n    x += i\nreturn x", "the loop `for i in range(3)`", 7),
+    ("while x > 0:\n    x -= 1\nreturn x", "While", 7),
+    ("try:\n    return 1.0 / x\nexcept ZeroDivisionError:\n    return None", "Try", 7),
+    ("return x ** 0.5", "`**` other than an int to a literal power", 7),
+    ("return x ** 2", "`**` other than an int to a literal power", 7),
+    ("return math.atan2(x, 1.0)", "`math.atan2` called with other than one argument", 7),
+    ("return math.gamma(x)", "math.gamma()", 7),
+    ("return float(str(x))", "the call `str(x)`", 7),
+    ("return float(len(f'{x}'))", "JoinedStr", 7),
+    ("return sum([x, x])", "the call `sum([x, x])`", 7),
+    ("return TABLE[str(x)]", "the call `str(x)`", 7),
+    ("y = [x]\nreturn y[0]", "List", 7),
+    ("a, b = TABLE\nreturn x", "the assignment `a, b = TABLE`", 7),
+    ("return unknown_helper(x)", "NameError", None),
+]
+
+
+@pytest.mark.parametrize(("body", "construct", "line"), REFUSALS, ids=[r[1][:30] for r in REFUSALS])
+def test_each_construct_outside_the_subset_is_refused_with_its_line(body, construct, line):
+    source = one(body)
+    signature = Signature("f", [("x", "double")], "double")
+    if line is None:  # a name Python cannot find is not refused: the draft raises NameError where the original does
+        assert "NameError: name 'unknown_helper' is not defined" in draft(source, signature).text
+        return
+    with pytest.raises(Refused) as refused:
+        draft(source, signature)
+    assert construct in refused.value.construct and refused.value.line == line, (refused.value.construct, refused.value.line)
+    assert refused.value.what_to_do
+
+
+def test_a_draft_that_would_grow_exponentially_is_refused_not_written():
+    # each step uses the running total on both sides of an if: unrolled 20 times, 2**20 nodes
+    source = "STEPS = " + repr(tuple(float(i) for i in range(20))) + "\n\n\ndef f(x: float) -> float:\n    total = 0.0\n    for step in STEPS:\n        if x > step:\n            total = total * 2.0 + step\n        else:\n            total = total - step\n    return total\n"
+    with pytest.raises(Refused) as refused:
+        draft(source, Signature("f", [("x", "double")], "double"))
+    assert "grows past 20,000 expression nodes" in refused.value.construct and refused.value.line == 7
+    assert "(name, Column) steps" in refused.value.what_to_do
+    few = source.replace(repr(tuple(float(i) for i in range(20))), "(1.0, 2.0, 3.0)")
+    assert re.search(r"total_\d+ = F\.when\(cond", draft(few, Signature("f", [("x", "double")], "double")).text)
+
+
+def test_types_and_forms_outside_the_subset_are_refused_up_front():
+    source = one("return x")
+    cases = [
+        (Signature("f", [("x", "date")], "double"), "the argument `x` of type date"),
+        (Signature("f", [("x", "double")], "array<double>"), "the return type array<double>"),
+        (Signature("f", [("x", "double")], "double", "pandas"), "a pandas UDF"),
+        (Signature("g", [("x", "double")], "double"), "the function `g` is not defined"),
+        (Signature("f", [("y", "double")], "double"), "parameters are not its arguments"),
+        (Signature("f", [("x", "string")], "double"), "a return of str where the UDF declares double"),
+    ]
+    for signature, construct in cases:
+        with pytest.raises(Refused) as refused:
+            draft(source, signature)
+        assert construct in refused.value.construct, (signature, refused.value.construct)
+
+
+def test_a_pickled_udf_returning_an_int_where_it_declares_double_drafts_a_null_as_spark_keeps_it():
+    text = draft(one("if x is None:\n    return 0.0\nreturn int(x)"), Signature("f", [("x", "double")], "double", "row", False)).text
+    assert ".otherwise(F.lit(None))" in text and "cannot convert float NaN to integer" in text
+    arrow = draft(one("if x is None:\n    return 0.0\nreturn int(x)"), Signature("f", [("x", "double")], "double", "row", True)).text
+    assert "(x < F.lit(9.223372036854775808e18)), (x).cast('long')))" in arrow
+
+
+def test_the_tool_writes_a_new_candidate_never_overwrites_and_writes_nothing_when_it_refuses(root):
+    created = workspaces.init_workspace(root, "jobs/shipping.py", "shipping_fee")
+    ws = Path(created.workspace)
+    result = draft_candidate(root, created.workspace)
+    assert result.drafted and result.path == "candidate/draft.py" and (ws / "candidate" / "draft.py").is_file()
+    assert result.branches == 3 and "_raise" in result.recipes and result.next_steps[0].startswith("byte_compare(workspace, 'draft')")
+    before = (ws / "candidate" / "draft.py").read_text()
+    with pytest.raises(ToolError, match="already exists and draft_candidate never overwrites"):
+        draft_candidate(root, created.workspace)
+    assert (ws / "candidate" / "draft.py").read_text() == before
+    with pytest.raises(ToolError, match="not a Python module name"):
+        draft_candidate(root, created.workspace, name="../x")
+    with pytest.raises(ToolError, match="sql candidates only"):
+        draft_candidate(root, created.workspace, target="vectorized")  # type: ignore[arg-type]
+    (root.path / "jobs" / "loops.py").write_text(
+        "from pyspark.sql.functions import udf\n\n\n@udf('double')\ndef total(x: float) -> float:\n    out = 0.0\n    while out < 3.0:\n        out += 1.0\n    return out + x\n"
+    )
+    looped = workspaces.init_workspace(root, "jobs/loops.py", "total")
+    refused = draft_candidate(root, looped.workspace, name="loop_draft")
+    assert not refused.drafted and refused.refused.line == 6 and "While" in refused.refused.outside_subset and refused.path is None
+    assert not (Path(looped.workspace) / "candidate" / "loop_draft.py").exists()
+    assert "read original/udf.py around line 6" in refused.next_steps[0]
+
+
+# --- through the MCP client and the judge: each recipe family against the Python it replaces ----------------------
+
+FLOAT_OPS = '''
+import math
+from decimal import ROUND_HALF_UP, Context, Decimal
+
+from pyspark.sql.functions import udf
+
+CENT = Decimal("0.01")
+MONEY = Context(prec=400, rounding=ROUND_HALF_UP)
+
+
+@udf("double")
+def float_ops(op: str, x: float, y: float) -> float:
+    if op == "mod":
+        return x % y
+    if op == "floordiv":
+        return x // y
+    if op == "div":
+        return x / y
+    if op == "round2":
+        return round(x, 2)
+    if op == "round0":
+        return round(x, 0)
+    if op == "min":
+        return min(x, y)
+    if op == "max":
+        return max(x, y)
+    if op == "half_up":
+        return float(Decimal(repr(x)).quantize(CENT, context=MONEY))
+    if op == "sqrt":
+        return math.sqrt(x)
+    if op == "lt":
+        return 1.0 if x < y else 0.0
+    if op == "eq":
+        return 1.0 if x == y else 0.0
+    if op == "in":
+        return 1.0 if x in (0.5, -0.0, 2.0) else 0.0
+    if op == "finite":
+        return 1.0 if math.isfinite(x) else 0.0
+    return None
+'''
+
+# (inputs, the trap each pins), from the notes on Python vs Spark
+FLOAT_TRAPS = [
+    (["round2", 2.675, 0.0], "round: Python rounds the binary value (2.67), Spark's round the decimal (2.68)"),
+    (["round2", 0.125, 0.0], "round: an exact tie goes to even"),
+    (["round2", -0.001, 0.0], "round: the sign of a zero result"),
+    (["round0", 2.5, 0.0], "round(x, 0): half to even, a float"),
+    (["half_up", 2.675, 0.0], "Decimal half up: Spark's round, 2.68"),
+    (["half_up", -0.001, 0.0], "Decimal half up: -0.0 kept"),
+    (["half_up", "Infinity", 0.0], "Decimal quantize of inf raises InvalidOperation"),
+    (["mod", -7.5, 2.0], "%: the sign of the divisor (0.5, Spark -1.5)"),
+    (["mod", 0.0, -3.0], "%: a zero takes the divisor's sign (-0.0)"),
+    (["mod", 5.0, 0.0], "%: ZeroDivisionError"),
+    (["floordiv", -7.5, 2.0], "//: toward minus infinity"),
+    (["div", 1.0, -0.0], "/: ZeroDivisionError by -0.0 too"),
+    (["max", 1.0, "NaN"], "max: the first wins against NaN (1.0)"),
+    (["max", "NaN", 1.0], "max: NaN first stays NaN (Spark's greatest is NaN both ways)"),
+    (["min", -0.0, 0.0], "min: the first of equals (-0.0)"),
+    (["lt", 1.0, "NaN"], "<: false against NaN (Spark puts NaN above all)"),
+    (["eq", "NaN", "NaN"], "==: NaN is not NaN in Python, equal in Spark"),
+    (["in", "NaN", 0.0], "in: NaN is in nothing"),
+    (["in", -0.0, 0.0], "in: -0.0 == 0.0... and -0.0 is in (0.5, -0.0, 2.0)"),
+    (["sqrt", -1.0, 0.0], "sqrt of a negative raises ValueError (Spark: NaN)"),
+    (["sqrt", -0.0, 0.0], "sqrt(-0.0) is -0.0"),
+    (["finite", "Infinity", 0.0], "isfinite"),
+    ([None, 1.0, 1.0], "no op matched: None"),
+    (["mod", None, 1.0], "None % 1.0 raises TypeError (Spark: null)"),
+]
+
+INT_OPS = '''
+import math
+
+from pyspark.sql.functions import udf
+
+
+@udf("bigint")
+def int_ops(op: str, a: int, b: int, x: float) -> int:
+    if op == "trunc":
+        return int(x)
+    if op == "floor":
+        return math.floor(x)
+    if op == "round":
+        return round(x)
+    if op == "mod":
+        return a % b
+    if op == "floordiv":
+        return a // b
+    if op == "abs":
+        return abs(a)
+    if op == "max":
+        return max(a, b)
+    if op == "min":
+        return min(a, b, 7)
+    if op == "chain":
+        return 1 if 0 <= a < b else 0
+    if op == "or":
+        return a or b
+    if op == "and":
+        return a and b
+    if op == "not":
+        return 0 if not a else 1
+    if op == "sum":
+        return a + b
+    return -1
+'''
+
+INT_TRAPS = [
+    (["mod", -7, 3, 0.0], "%: 2 in Python, -1 in Spark"),
+    (["mod", 7, -3, 0.0], "%: -2 in Python, 1 in Spark"),
+    (["floordiv", -7, 3, 0.0], "//: -3 in Python, div gives -2"),
+    (["floordiv", 9007199254740993, 1, 0.0], "//: exact beyond 2**53"),
+    (["floordiv", 1, 0, 0.0], "//: ZeroDivisionError"),
+    (["or", 0, 5, 0.0], "or: returns the operand, not a boolean"),
+    (["or", None, 5, 0.0], "or: None is falsy"),
+    (["and", 0, None, 0.0], "and: 0 is returned as it is"),
+    (["not", None, 0, 0.0], "not None is True"),
+    (["chain", 3, 3, 0.0], "chained comparison"),
+    (["max", None, 1, 0.0], "max with None raises TypeError (Spark's greatest skips nulls)"),
+    (["abs", -9223372036854775808, 0, 0.0], "abs(-2**63) is 2**63: null as Spark keeps it (ANSI abs overflows)"),
+    (["floordiv", -9223372036854775808, -1, 0.0], "-2**63 // -1 is 2**63: null as Spark keeps it"),
+    (["sum", 9223372036854775807, 1, 0.0], "an int past 64 bits: null as Spark keeps it (ANSI + overflows)"),
+    (["trunc", 0, 0, "NaN"], "int(nan) raises ValueError (Spark ANSI: CAST_OVERFLOW)"),
+    (["trunc", 0, 0, -2.9], "int() truncates toward zero"),
+    (["trunc", 0, 0, 1e19], "int() beyond 2**63: a Python int Spark keeps as null"),
+    (["floor", 0, 0, "-Infinity"], "math.floor(-inf) raises OverflowError"),
+    (["round", 0, 0, 2.5], "round(x): half to even, an int"),
+]
+
+STR_OPS = '''
+from pyspark.sql.functions import udf
+
+CODES = {"gb": "United Kingdom", "de": "Germany", "fr": "France"}
+
+
+@udf("string")
+def str_ops(op: str, s: str) -> str:
+    if op == "strip":
+        return s.strip()
+    if op == "lstrip":
+        return s.lstrip("x")
+    if op == "rstrip":
+        return s.rstrip()
+    if op == "upper":
+        return s.upper()
+    if op == "replace":
+        return s.replace("a", "-")
+    if op == "starts":
+        return "yes" if s.startswith("ab") else "no"
+    if op == "slice":
+        return s[1:-1]
+    if op == "first":
+        return s[0]
+    if op == "len":
+        return "long" if len(s) > 3 else "short"
+    if op == "code":
+        return CODES[s.strip().lower()]
+    if op == "get":
+        return CODES.get(s, "unknown")
+    if op == "truthy":
+        return s or "empty"
+    if op == "concat":
+        return s + "!"
+    return None
+'''
+
+STR_TRAPS = [
+    (["strip", "\\t a\\u00a0 "], "strip: Python strips tabs and NBSP, Spark's trim only spaces"),
+    (["strip", "\\u200b a "], "strip: a zero-width space is not whitespace"),
+    (["rstrip", "a\\u3000"], "rstrip: the ideographic space"),
+    (["lstrip", "xxa x"], "lstrip(chars)"),
+    (["replace", "banana"], "replace is literal"),
+    (["slice", "a"], "slice clamps: s[1:-1] of one character is ''"),
+    (["first", ""], "s[0] of '' raises IndexError"),
+    (["first", "😀x"], "an index counts code points"),
+    (["len", "é😀ab"], "len counts code points"),
+    (["code", " GB\\t"], "a lookup after strip and lower"),
+    (["code", "xx"], "a missing key raises KeyError"),
+    (["get", None], "dict.get(None) is the default"),
+    (["truthy", ""], "'' is falsy"),
+    (["concat", None], "None + '!' raises TypeError (Spark's concat gives null)"),
+]
+
+
+def _decode(row):
+    return [value.encode().decode("unicode_escape") if isinstance(value, str) and "\\" in value else value for value in row]
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("job", "udf", "traps"),
+    [(FLOAT_OPS, "float_ops", FLOAT_TRAPS), (INT_OPS, "int_ops", INT_TRAPS), (STR_OPS, "str_ops", STR_TRAPS)],
+    ids=["float recipes", "int recipes", "str recipes"],
+)
+async def test_each_recipe_family_drafts_equal_to_the_python_it_replaces_on_its_traps_and_hidden_rows(root, workers, job, udf, traps):
+    (root.path / "jobs" / f"{udf}.py").write_text(job)
+    async with Client(build_server(str(root.path), workers=workers)) as client:
+        created = await client.call_tool("init_workspace", {"source": f"jobs/{udf}.py", "udf": udf})
+        ws = created.structured_content["workspace"]
+        recorded = await client.call_tool("record_cases", {"workspace": ws, "inputs": [_decode(row) for row, _ in traps], "why": "the traps of the notes"})
+        assert not recorded.is_error, recorded.content[0].text
+        drafted = (await client.call_tool("draft_candidate", {"workspace": ws})).structured_content
+        assert drafted["drafted"] is True, drafted
+        compared = await client.call_tool("byte_compare", {"workspace": ws, "candidate": "draft", "hidden_rows": 1500})
+        result = compared.structured_content
+        assert not compared.is_error, compared.content[0].text
+        tests = next(s for s in result["sources"] if s["source"] == "tests")
+        assert tests["rows"] == len(traps) and tests["mismatched"] == 0, [(m["args"], m["expected"], m["actual"]) for m in result["mismatches"]]
+        assert result["equal"] is True and result["rows_compared"] >= 1500, [(m["args"], m["expected"], m["actual"]) for m in result["mismatches"]]
+        assert result["original_raised"]["count"] > 0 and result["original_raised"]["candidate_returned"] == 0
+
+
+@pytest.mark.anyio
+async def test_the_shipping_draft_is_proven_equal_and_passes_its_audit_through_the_client(root, workers):
+    async with Client(build_server(str(root.path), workers=workers)) as client:
+        created = await client.call_tool("init_workspace", {"source": "jobs/shipping.py", "udf": "shipping_fee"})
+        ws = created.structured_content["workspace"]
+        drafted = (await client.call_tool("draft_candidate", {"workspace": ws, "name": "fee_draft"})).structured_content
+        assert drafted["drafted"] and drafted["path"] == "candidate/fee_draft.py" and drafted["refused"] is None
+        again = await client.call_tool("draft_candidate", {"workspace": ws, "name": "fee_draft"})
+        assert again.is_error and "never overwrites" in again.content[0].text
+        audit = await client.call_tool("audit_candidate", {"workspace": ws, "candidate": "fee_draft", "hidden_rows": 2000})
+        result = audit.structured_content
+        assert not audit.is_error and result["verdict"] in ("PASS", "PASS (unconfined)"), (result["reasons"], result["findings"][:3])
+        assert result["comparison"]["equal"] is True
