@@ -121,14 +121,14 @@ def _file_text(signature: Signature, source: str, module, tables: set[str], used
     for name in sorted(tables):
         table = module.tables[name]
         table_lines.append(f"\n# From the original (line {table.line}).\n{name} = {dict(table.items)!r}\n")
-    body = [*entry, *lines]
+    body = ["steps = []", *entry, *lines]
     spark_type = signature.return_type
     code = "\n".join(f"    {line}" for line in body)
     return (
         header
         + "".join(table_lines)
         + source_of(sorted(used))
-        + f"\n\ndef build({args}):\n{code}\n    return (\n        {result}\n    ).cast({spark_type!r})\n"
+        + f"\n\ndef build({args}):\n{code}\n    steps.append((\"_draft_result\", (\n        {result}\n    ).cast({spark_type!r})))\n    return steps\n"
     )
 
 

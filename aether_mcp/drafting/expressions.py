@@ -131,8 +131,10 @@ class Expressions:
         if op in (ast.Add, ast.Sub, ast.Mult) and not floats:
             self.wide_ints(line)
             return Value(f"F.{INT_OPS[op]}({a}, {b})", "int", True, guards)
-        if op in (ast.Add, ast.Sub, ast.Mult, ast.Div):
-            return Value(f"({a} {symbol} {b})", "float" if floats else "int", False, guards)
+        if op is ast.Div:  # try_divide: a step is computed on every row, and the zero divisor is a guard's
+            return Value(f"F.try_divide({a}, {b})", "float", False, guards)
+        if op in (ast.Add, ast.Sub, ast.Mult):
+            return Value(f"({a} {symbol} {b})", "float", False, guards)
         recipe = {(ast.Mod, False): "_py_int_mod", (ast.Mod, True): "_py_float_mod", (ast.FloorDiv, False): "_py_int_floordiv", (ast.FloorDiv, True): "_py_float_floordiv"}[(op, floats)]
         self.use(recipe)
         return Value(f"{recipe}({a}, {b})", "float" if floats else "int", False, guards)

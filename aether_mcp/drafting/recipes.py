@@ -52,34 +52,34 @@ def _py_max(a, b):
 ''',
     "_py_int_mod": '''
 def _py_int_mod(a, b):
-    """Python a % b of ints (the sign of the divisor); b != 0 is checked before."""
-    r = a % b
+    """Python a % b of ints (the sign of the divisor); b == 0 is a guard's (try_mod: a step runs on every row)."""
+    r = F.try_mod(a, b)
     return F.when((r != 0) & ((r < 0) != (b < 0)), r + b).otherwise(r)
 ''',
     "_py_int_floordiv": '''
 def _py_int_floordiv(a, b):
     """Python a // b of ints (rounds toward minus infinity); b != 0 is checked before."""
-    r = a % b
-    exact = ((a - r).cast("decimal(20,0)") / b.cast("decimal(20,0)")).try_cast("long")  # a - r is a multiple of b; null past 64 bits
+    r = F.try_mod(a, b)
+    exact = F.try_divide((a - r).cast("decimal(20,0)"), b.cast("decimal(20,0)")).try_cast("long")  # a - r is a multiple of b; null past 64 bits
     return exact - F.when((r != 0) & ((r < 0) != (b < 0)), F.lit(1)).otherwise(F.lit(0))
 ''',
     "_py_float_mod": '''
 def _py_float_mod(x, y):
     """Python x % y of floats (the sign of the divisor, copysign(0, y) for a zero); y != 0 is checked before."""
-    m = x % y
+    m = F.try_mod(x, y)
     adj = F.when((m != 0) & ((y < 0) != (m < 0)), m + y).otherwise(m)
     return F.when(m == 0, F.lit(0.0) * F.signum(y)).otherwise(adj)
 ''',
     "_py_float_floordiv": '''
 def _py_float_floordiv(x, y):
     """CPython's float floor division; y != 0 is checked before."""
-    m = x % y
-    div0 = (x - m) / y
+    m = F.try_mod(x, y)
+    div0 = F.try_divide(x - m, y)
     div = F.when((m != 0) & ((y < 0) != (m < 0)), div0 - 1.0).otherwise(div0)
     r = F.rint(div)
     fl = F.when(r > div, r - 1.0).otherwise(r)
     fl = F.when(div - fl > 0.5, fl + 1.0).otherwise(fl)
-    return F.when(div == 0, F.lit(0.0) * F.signum(x / y)).otherwise(fl)
+    return F.when(div == 0, F.lit(0.0) * F.signum(F.try_divide(x, y))).otherwise(fl)
 ''',
     "_py_round": '''
 def _py_round(x, n):

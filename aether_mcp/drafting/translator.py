@@ -19,7 +19,7 @@ from aether_mcp.drafting.module import Module
 from aether_mcp.drafting.values import Guard, Refused, Value, both, constant, negate
 
 MAX_BRANCHES = 200
-MAX_WEIGHT = 20_000
+STEP_PREFIX = "_draft_"  # the steps' column names, clear of the argument columns
 MAX_UNROLLED = 50
 
 
@@ -35,10 +35,6 @@ class Branch:
 class Emitter:
     lines: list[str] = field(default_factory=list)
     names: set[str] = field(default_factory=set)
-    weights: dict[str, int] = field(default_factory=dict)  # how many expression nodes a local stands for, its locals expanded
-
-    def weight(self, code: str) -> int:
-        return 1 + sum(self.weights.get(token, 0) for token in re.findall(r"[A-Za-z_]\w*", code))
 
     def fresh(self, hint: str) -> str:
         base = re.sub(r"\W+", "_", hint).strip("_") or "v"
@@ -70,21 +66,15 @@ class Scope(Expressions, Calls):
         self.recipes.add(recipe)
 
     def bind(self, value: Value, hint: str, comment: str | None = None) -> Value:
-        """Give a pure value a local name in build(), so later code refers to it rather than repeating it."""
+        """Make a pure value a named step of build(), so later code refers to its column rather than repeating it."""
         if value.is_const or re.fullmatch(r"[A-Za-z_]\w*", value.code):
             return Value(value.code, value.kind, value.nullable, const=value.const, is_const=value.is_const, name=None if value.is_const else value.code)
-        weight = self.emitter.weight(value.code)
-        if weight > MAX_WEIGHT:
-            raise Refused(
-                f"a value that grows past {MAX_WEIGHT:,} expression nodes (a chain of ifs or a loop that uses a value on both sides of each step)",
-                self.line,
-                "write it by hand with (name, Column) steps, which Spark computes once each",
-            )
         name = self.emitter.fresh(hint)
-        self.emitter.weights[name] = weight
         if comment:
             self.emitter.lines.append(f"# {comment}")
-        self.emitter.lines.append(f"{name} = {value.code}")
+        # a step: Spark computes it once per row, however often later steps use it (a value is pure: it never fails a row)
+        self.emitter.lines.append(f"steps.append(({STEP_PREFIX + name!r}, {value.code}))")
+        self.emitter.lines.append(f"{name} = F.col({STEP_PREFIX + name!r})")
         return Value(name, value.kind, value.nullable, name=name)
 
     def narrow(self, test: ast.expr, holds: bool) -> None:
