@@ -68,10 +68,10 @@ REFUSALS = [
     ("return x ** 2", "`**` other than an int to a literal power", 7),
     ("return math.atan2(x, 1.0)", "`math.atan2` called with other than one argument", 7),
     ("return math.gamma(x)", "math.gamma()", 7),
-    ("return float(str(x))", "the call `str(x)`", 7),
-    ("return float(len(f'{x}'))", "JoinedStr", 7),
+    ("return float(str(x))", "str() of float (a float's repr differs from Spark's", 7),
+    ("return float(len(f'{x:.2f}'))", "an f-string field with a conversion or a format spec", 7),
     ("return sum([x, x])", "the call `sum([x, x])`", 7),
-    ("return TABLE[str(x)]", "the call `str(x)`", 7),
+    ("return TABLE[str(x)]", "str() of float", 7),
     ("y = [x]\nreturn y[0]", "List", 7),
     ("a, b = TABLE\nreturn x", "the assignment `a, b = TABLE`", 7),
     ("return unknown_helper(x)", "NameError", None),
@@ -99,6 +99,33 @@ def test_each_value_is_a_step_computed_once_so_a_long_chain_stays_linear():
     # one merge per round (the first two fold to constants), each naming the round before: linear, however many rounds
     assert len(merged) == 18 and all(len(line) < 200 for line in text.splitlines())
     assert [int(m[0].split("_")[1]) for m in merged] == list(range(4, 56, 3))
+
+
+def test_a_factorys_udf_takes_its_literal_arguments_and_a_modules_constants_are_read_through_its_namespace():
+    factory = textwrap.dedent(
+        """
+        FIXED = 0.30
+
+
+        def make_fee(rate, floor=1.0):
+            def fee(amount):
+                if amount is None:
+                    return None
+                return max(amount * rate + FIXED, floor)
+            return fee
+
+
+        card_fee = make_fee(0.029)
+        by_lambda = (lambda low: (lambda x: None if x is None else x - low))(1.0)
+        """
+    )
+    text = draft(factory, Signature("card_fee", [("amount", "double")], "double")).text
+    assert "_py_max(((amount * F.lit(0.029)) + F.lit(0.3)), F.lit(1.0))" in text  # the closure's values as literals
+    with pytest.raises(Refused, match="the function `by_lambda` is not defined at module level"):
+        draft(factory, Signature("by_lambda", [("x", "double")], "double"))
+    settings = 'MIN_AGE = 18\nsettings = __import__("types").SimpleNamespace(MIN_AGE=MIN_AGE)\n\n\ndef band(age: int) -> str:\n    return f"{age}+" if age >= settings.MIN_AGE else "minor"\n'
+    text = draft(settings, Signature("band", [("age", "bigint")], "string")).text
+    assert "(age >= F.lit(18))" in text and "F.concat(age.cast('string'), F.lit('+'))" in text
 
 
 def test_types_and_forms_outside_the_subset_are_refused_up_front():
@@ -312,6 +339,8 @@ def str_ops(op: str, s: str) -> str:
         return s or "empty"
     if op == "concat":
         return s + "!"
+    if op == "fmt":
+        return f"<{s}:{len(s or '')}>"
     return None
 '''
 
@@ -330,6 +359,8 @@ STR_TRAPS = [
     (["get", None], "dict.get(None) is the default"),
     (["truthy", ""], "'' is falsy"),
     (["concat", None], "None + '!' raises TypeError (Spark's concat gives null)"),
+    (["fmt", None], "an f-string spells None as 'None' (Spark's concat gives null)"),
+    (["fmt", "é😀"], "an f-string of an int: len counts code points"),
 ]
 
 

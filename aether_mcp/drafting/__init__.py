@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from aether_mcp.drafting.module import read_module
 from aether_mcp.drafting.recipes import RECIPES, source_of
 from aether_mcp.drafting.translator import Branch, Emitter, Scope
-from aether_mcp.drafting.values import SPARK_KINDS, Refused, Value
+from aether_mcp.drafting.values import SPARK_KINDS, Refused, Value, constant
 
 __all__ = ["Draft", "Refused", "draft"]
 
@@ -44,9 +44,9 @@ def draft(source: str, signature: Signature) -> Draft:
         raise Refused("a pandas UDF (the subset is row-at-a-time Python)", 1, "pick the vectorized target")
     tree = ast.parse(source)
     module = read_module(tree)
-    function = module.functions.get(signature.function)
+    function, closure = module.functions.get(signature.function), {}
     if function is None:
-        raise Refused(f"the function `{signature.function}` is not defined at module level", 1)
+        function, closure = _made_by_factory(module, signature.function)
     result_kind = SPARK_KINDS.get(signature.return_type.lower())
     if result_kind is None:
         raise Refused(f"the return type {signature.return_type}", function.lineno, "pick the vectorized target")
@@ -54,7 +54,7 @@ def draft(source: str, signature: Signature) -> Draft:
     if params != [name for name, _ in signature.args] or function.args.vararg or function.args.kwonlyargs:
         raise Refused("a UDF whose parameters are not its arguments in order", function.lineno)
     emitter = Emitter(names={"F", *RECIPES, *module.tables, *params})
-    env: dict[str, Value] = {}
+    env: dict[str, Value] = dict(closure)
     entry: list[str] = []
     for name, spark_type in signature.args:
         kind = SPARK_KINDS.get(spark_type.lower())
@@ -74,6 +74,35 @@ def draft(source: str, signature: Signature) -> Draft:
     result = _result_chain(branches, result_kind, signature, used, function.lineno)
     text = _file_text(signature, source, module, tables, used, entry, emitter.lines, result)
     return Draft(text, sorted(used - {"_col"}), len(branches), sorted(notes), sorted(deviations))
+
+
+def _made_by_factory(module, name: str) -> tuple[ast.FunctionDef, dict[str, Value]]:
+    """`name = factory(literals)`, the factory returning a lambda or an inner function: that function, its closure as constants."""
+    call = module.calls.get(name)
+    factory = module.functions.get(call.func.id) if call is not None else None  # type: ignore[union-attr]
+    if call is None or factory is None:
+        raise Refused(f"the function `{name}` is not defined at module level", 1)
+    params = [a.arg for a in factory.args.args]
+    if call.keywords or len(call.args) > len(params) or factory.args.vararg or factory.args.kwarg or factory.args.kwonlyargs:
+        raise Refused(f"the factory call `{ast.unparse(call)[:60]}`", call.lineno)
+    try:
+        given = [ast.literal_eval(a) for a in call.args]
+        defaults = [ast.literal_eval(d) for d in factory.args.defaults]
+    except ValueError:
+        raise Refused(f"the factory call `{ast.unparse(call)[:60]}` with arguments that are not literals", call.lineno) from None
+    values = dict(zip(params[len(params) - len(defaults) :], defaults, strict=True)) | dict(zip(params, given, strict=False))
+    if set(values) != set(params):
+        raise Refused(f"the factory call `{ast.unparse(call)[:60]}` without every argument", call.lineno)
+    inner = {n.name: n for n in factory.body if isinstance(n, ast.FunctionDef)}
+    body = [n for n in factory.body if not isinstance(n, ast.FunctionDef) and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    returned = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
+    if isinstance(returned, ast.Lambda):
+        function = ast.FunctionDef(name=name, args=returned.args, body=[ast.Return(value=returned.body, lineno=returned.lineno)], decorator_list=[], lineno=returned.lineno)
+    elif isinstance(returned, ast.Name) and returned.id in inner:
+        function = inner[returned.id]
+    else:
+        raise Refused(f"the factory `{factory.name}` (only one that returns a lambda or a function it defines is drafted)", factory.lineno)
+    return function, {param: constant(value, call.lineno) for param, value in values.items()}
 
 
 def _converted(value: Value, result_kind: str, signature: Signature, line: int) -> str:

@@ -174,6 +174,9 @@ class Calls:
             return Value(f"{value.code}.isNotNull()", "bool", False, value.guards)
         return Value("F.lit(True)", "bool", False, value.guards, True, True)
 
+    def _str(self, node: ast.Call) -> Value:
+        return self.as_text(self.one_arg(node), node.lineno)
+
     def _bool(self, node: ast.Call) -> Value:
         return self.truth(self.one_arg(node), node.lineno)
 
@@ -253,4 +256,4 @@ class Calls:
 
 
 PY_TYPES = {"int": ("int", "bool"), "float": ("float",), "str": ("str",), "bool": ("bool",)}
-BUILTINS = {"isinstance": "_isinstance", "abs": "_abs", "min": "_min_max", "max": "_min_max", "round": "_round", "int": "_int", "float": "_float", "len": "_len", "bool": "_bool"}
+BUILTINS = {"str": "_str", "isinstance": "_isinstance", "abs": "_abs", "min": "_min_max", "max": "_min_max", "round": "_round", "int": "_int", "float": "_float", "len": "_len", "bool": "_bool"}

@@ -86,6 +86,8 @@ class Expressions:
     def _Attribute(self, node: ast.Attribute) -> Value:
         if self.imported(node.value) == "math" and node.attr in ("pi", "e", "inf", "nan", "tau"):
             return constant(getattr(math, node.attr), node.lineno)
+        if isinstance(node.value, ast.Name) and node.value.id not in self.env and node.attr in self.module.namespaces.get(node.value.id, {}):
+            return self.expr(self.module.namespaces[node.value.id][node.attr])  # settings.MIN_AGE: a constant of a job's module
         raise Refused(f"the attribute `{ast.unparse(node)[:80]}`", node.lineno)
 
     # --- operators -----------------------------------------------------------
@@ -330,6 +332,30 @@ class Expressions:
         if None in keys and key.nullable:
             found = f"(({found}) | {key.code}.isNull())"
         return Value(found, "bool", False, key.guards)
+
+    # --- text ----------------------------------------------------------------------
+
+    def as_text(self, value: Value, line: int) -> Value:
+        """str(value) for a str, an int or a bool ('None' for None): Spark's cast spells those as Python does."""
+        if value.is_const:
+            return constant(str(value.const), line)
+        code = {"str": value.code, "int": f"{value.code}.cast('string')", "bool": f"F.when({value.code}, F.lit('True')).otherwise(F.lit('False'))"}.get(value.kind)
+        if code is None:
+            raise Refused(f"str() of {TYPE_NAMES[value.kind]} (a float's repr differs from Spark's: notes, section 13)", line)
+        return Value(f"F.coalesce({code}, F.lit('None'))" if value.nullable else code, "str", False, value.guards)
+
+    def _JoinedStr(self, node: ast.JoinedStr) -> Value:
+        parts: list[Value] = []
+        for part in node.values:
+            if isinstance(part, ast.FormattedValue):
+                if part.conversion not in (-1, ord("s")) or part.format_spec is not None:
+                    raise Refused(f"an f-string field with a conversion or a format spec (`{ast.unparse(part)[:40]}`)", node.lineno)
+                parts.append(self.as_text(self.expr(part.value), node.lineno))
+            else:
+                parts.append(constant(part.value, node.lineno))  # type: ignore[attr-defined]
+        if all(p.is_const for p in parts):
+            return constant("".join(str(p.const) for p in parts), node.lineno)
+        return Value(f"F.concat({', '.join(p.code for p in parts)})", "str", False, tuple(g for p in parts for g in p.guards))
 
     # --- subscripts --------------------------------------------------------------
 

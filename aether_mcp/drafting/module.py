@@ -46,6 +46,8 @@ class Module:
     rebound: set[str] = field(default_factory=set)
     bound: set[str] = field(default_factory=set)  # every name the module binds at its top level
     other: dict[str, tuple[int, str]] = field(default_factory=dict)  # a name bound to something not literal: its line and source
+    calls: dict[str, ast.Call] = field(default_factory=dict)  # a name bound to a call of a module-level function (a UDF factory)
+    namespaces: dict[str, dict[str, ast.expr]] = field(default_factory=dict)  # SimpleNamespace(NAME=...): what `module.NAME` reads
     opaque: bool = False  # a star import other than math's: any name may exist
 
 
@@ -99,6 +101,10 @@ def _read_binding(module: Module, name: str, value: ast.expr) -> None:
             module.decimals[name] = decimal
         else:
             module.other[name] = (value.lineno, ast.unparse(value)[:60])
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+                module.calls[name] = value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "SimpleNamespace" and not value.args:
+                module.namespaces[name] = {k.arg: k.value for k in value.keywords if k.arg}  # a module the job imports, as extracted
         return
     if kind_of(literal) is not None:
         module.constants[name] = literal
