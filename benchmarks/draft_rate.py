@@ -26,7 +26,11 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from compare_latency import machine  # noqa: E402
 from shapes.catalog import SHAPES  # noqa: E402
 
-EXAMPLES = [("loyalty_pricing", "loyalty_discount", None), ("contact_cleanup", "normalize_email", None), ("delivery_geo", "haversine_km", None)]
+EXAMPLES = [
+    ("loyalty_pricing", "loyalty_discount", None),
+    ("contact_cleanup", "normalize_email", {"raw": "string"}),
+    ("delivery_geo", "haversine_km", {name: "double" for name in ("lat1", "lon1", "lat2", "lon2")}),
+]
 
 
 def subjects() -> list[tuple[str, Path, str, str, dict | None]]:
@@ -41,6 +45,7 @@ def main() -> None:
     parser.add_argument("--hidden-rows", type=int, default=2000)
     parser.add_argument("--rows", type=int, default=200_000, help="rows of generated data for run_benchmark")
     parser.add_argument("--no-benchmark", action="store_true", help="draft and judge only")
+    parser.add_argument("--only", nargs="+", help="these UDFs (shape or example names) only")
     parser.add_argument("--json", type=Path)
     options = parser.parse_args()
     os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix="aether-bench-state-")
@@ -61,6 +66,8 @@ def main() -> None:
         pool = WorkerPool(forbidden=[root_path])
         try:
             for name, source_folder, job, udf, arg_types in subjects():
+                if options.only and name not in options.only:
+                    continue
                 shutil.copytree(source_folder, root_path / name, ignore=shutil.ignore_patterns("candidate*", "__pycache__"))
                 root = SandboxRoot(root_path)
                 row: dict = {"udf": name}

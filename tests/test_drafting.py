@@ -128,6 +128,14 @@ def test_a_factorys_udf_takes_its_literal_arguments_and_a_modules_constants_are_
     assert "(age >= F.lit(18))" in text and "F.concat(age.cast('string'), F.lit('+'))" in text
 
 
+def test_step_columns_never_collide_and_the_drafts_own_names_are_never_taken():
+    text = draft("def f(x: float) -> float:\n    F = x * 2.0\n    f = F + 1.0\n    result = f\n    return result\n", Signature("f", [("x", "double")], "double")).text
+    columns = re.findall(r"steps\.append\(\(['\"](_draft_\w+)", text)
+    assert columns == ["_draft_F_2", "_draft_f_3", "_draft_result"]  # Spark resolves columns case-insensitively
+    with pytest.raises(Refused, match="an argument or table named `steps`"):
+        draft("def f(steps: float) -> float:\n    return steps\n", Signature("f", [("steps", "double")], "double"))
+
+
 def test_types_and_forms_outside_the_subset_are_refused_up_front():
     source = one("return x")
     cases = [

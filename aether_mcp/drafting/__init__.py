@@ -19,6 +19,9 @@ from aether_mcp.drafting.values import SPARK_KINDS, Refused, Value, constant
 
 __all__ = ["Draft", "Refused", "draft"]
 
+# Names the draft's own code binds: a source local takes another name, an argument or table with one is refused.
+RESERVED = {"F", "TARGET", "build", "steps", *RECIPES}
+
 
 @dataclass
 class Draft:
@@ -53,7 +56,10 @@ def draft(source: str, signature: Signature) -> Draft:
     params = [a.arg for a in function.args.args]
     if params != [name for name, _ in signature.args] or function.args.vararg or function.args.kwonlyargs:
         raise Refused("a UDF whose parameters are not its arguments in order", function.lineno)
-    emitter = Emitter(names={"F", *RECIPES, *module.tables, *params})
+    taken = sorted(RESERVED & (set(params) | set(module.tables)) | {p for p in params if p.lower().startswith("_draft_")})
+    if taken:
+        raise Refused(f"an argument or table named `{taken[0]}`, a name the draft's own code uses", function.lineno, "write the candidate by hand")
+    emitter = Emitter(names={*RESERVED, "result", *module.tables, *params})  # `_draft_result` is the last step's column
     env: dict[str, Value] = dict(closure)
     entry: list[str] = []
     for name, spark_type in signature.args:

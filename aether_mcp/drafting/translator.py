@@ -39,7 +39,8 @@ class Emitter:
     def fresh(self, hint: str) -> str:
         base = re.sub(r"\W+", "_", hint).strip("_") or "v"
         name, n = base, 2
-        while name in self.names:
+        taken = {known.lower() for known in self.names}  # step columns resolve case-insensitively in Spark
+        while name.lower() in taken:
             name, n = f"{base}_{n}", n + 1
         self.names.add(name)
         return name
