@@ -125,7 +125,7 @@ def test_a_factorys_udf_takes_its_literal_arguments_and_a_modules_constants_are_
         draft(factory, Signature("by_lambda", [("x", "double")], "double"))
     settings = 'MIN_AGE = 18\nsettings = __import__("types").SimpleNamespace(MIN_AGE=MIN_AGE)\n\n\ndef band(age: int) -> str:\n    return f"{age}+" if age >= settings.MIN_AGE else "minor"\n'
     text = draft(settings, Signature("band", [("age", "bigint")], "string")).text
-    assert "(age >= F.lit(18))" in text and "F.concat(age.cast('string'), F.lit('+'))" in text
+    assert "(age >= F.lit(18).cast('long'))" in text and "F.concat(age.cast('string'), F.lit('+'))" in text
 
 
 def test_step_columns_never_collide_and_the_drafts_own_names_are_never_taken():
@@ -134,6 +134,57 @@ def test_step_columns_never_collide_and_the_drafts_own_names_are_never_taken():
     assert columns == ["_draft_F_2", "_draft_f_3", "_draft_result"]  # Spark resolves columns case-insensitively
     with pytest.raises(Refused, match="an argument or table named `steps`"):
         draft("def f(steps: float) -> float:\n    return steps\n", Signature("f", [("steps", "double")], "double"))
+
+
+def _text(source: str, args: list[tuple[str, str]], returns: str = "double", use_arrow: bool | None = False) -> str:
+    return draft(source, Signature("f", args, returns, "row", use_arrow)).text
+
+
+def _refused(source: str, args: list[tuple[str, str]], returns: str = "double") -> str:
+    with pytest.raises(Refused) as refused:
+        draft(source, Signature("f", args, returns, "row", False))
+    return refused.value.construct
+
+
+# Each case a review found where a draft differed from Python, or could not run: what the draft does now.
+def test_what_the_review_of_the_translator_found_is_drafted_as_python_does_or_refused():
+    x, b, s = [("x", "bigint")], [("b", "boolean")], [("s", "string")]
+    assert "bitwise `~`" in _refused("def f(x):\n    return ~x\n", x, "bigint")
+    # str() of a null bool is 'None': the CASE leaves null for the coalesce
+    assert "F.coalesce(F.when(b, F.lit('True')).when(~b, F.lit('False')), F.lit('None'))" in _text("def f(b):\n    return f'{b}'\n", b, "string")
+    # small int literals are bigints, so their sums and products do not overflow at 32 bits
+    assert "F.try_multiply(y, y)" in _text("def f(x):\n    y = 100000 if x > 0 else 200000\n    return y * y\n", x, "bigint")
+    assert "F.lit(100000).cast('long')" in _text("def f(x):\n    y = 100000 if x > 0 else 200000\n    return y * y\n", x, "bigint")
+    # comparing mismatched types is False, but the operands still raise where they raise
+    assert "_raise('TypeError: .strip() on None" in _text("def f(s):\n    if s.strip() == 0:\n        return 'zero'\n    return 'other'\n", s, "string")
+    assert "_raise('TypeError: `+` on None" in _text("def f(x):\n    if isinstance(x + 1.0, float):\n        return 1\n    return 0\n", [("x", "double")], "bigint")
+    assert "whose keys are not all of one type" in _refused("D = {1: 10, 'b': 20}\n\n\ndef f(s):\n    return D.get(s, 0)\n", s, "bigint")
+    # every element of a tuple is built before `in` tests it
+    assert ".when((y) == 0, _raise('ZeroDivisionError" in _text("def f(x, y):\n    return x in (1, 1 // y)\n", [("x", "bigint"), ("y", "bigint")], "boolean")
+    assert "OverflowError: math range error" in _text("import math\n\n\ndef f(x):\n    return math.exp(x)\n", [("x", "double")])
+    assert "ValueError: math domain error" in _text("import math\n\n\ndef f(x):\n    return math.sin(x)\n", [("x", "double")])
+    # a name the function assigns is local throughout it, as Python scopes
+    assert "UnboundLocalError" in _text("LIMIT = 10\n\n\ndef f(x):\n    y = x + LIMIT\n    LIMIT = 5\n    return y\n", x, "bigint")
+    assert "a local the function assigns" in _refused("def f(s):\n    n = len(s)\n    len = 3\n    return n\n", s, "bigint")
+    # what the module does to a name after binding it
+    assert "RATE" in _refused("RATE = 1.0\nRATE += 1.0\n\n\ndef f(x):\n    return x * RATE\n", [("x", "double")])
+    assert "`D`" in _refused("D = {'a': 1}\nD['b'] = 2\n\n\ndef f(s):\n    return D.get(s, 0)\n", s, "bigint")
+    assert "bound more than once" in _refused("def make(k):\n    return lambda x: x * k\n\n\ndef f(x):\n    return x\n\n\nf = make(3)\n", x, "bigint")
+    # a helper's defaults are the module's, whatever the caller calls its locals
+    assert "F.lit(0.1)" in _text("RATE = 0.1\n\n\ndef h(x, r=RATE):\n    return x * r\n\n\ndef f(x):\n    RATE = 0.5\n    return h(x)\n", [("x", "double")])
+    assert "more than one inner function" in _refused("def make(k):\n    def helper(v):\n        return v * k\n    def inner(x):\n        return helper(x)\n    return inner\n\n\nf = make(2)\n".replace("def f", "def g"), x, "bigint")
+    # literals: infinities spelled so the file runs, bools and ints compared as Python compares them, past 64 bits refused
+    assert "float('inf')" in _text("D = {1e999: 1.0, 1.0: 2.0}\n\n\ndef f(x):\n    return D.get(x, 0.0)\n", [("x", "double")])
+    assert "(b).cast('long').isin(1, 5)" in _text("def f(b):\n    return b in (1, 5)\n", b, "boolean")
+    assert "past 64 bits" in _refused("def f(x):\n    return x + 18446744073709551616\n", x, "bigint")
+    assert "float_2" in _text("import math\n\n\ndef f(x):\n    float = x * 2.0\n    return float + math.inf\n", [("x", "double")])
+    # an `or` chain and an int min stay linear: the running value is a step
+    chain = " or ".join(f"s{i}" for i in range(18))
+    assert len(_text(f"def f({', '.join(f's{i}' for i in range(18))}):\n    return {chain}\n", [(f"s{i}", "string") for i in range(18)], "string")) < 20_000
+    assert len(_text(f"def f(x):\n    return min({', '.join(['x'] * 18)})\n", x, "bigint")) < 20_000
+    assert "OverflowError: int too large to convert to float" in _text("def f(x):\n    return x + 10**400\n", [("x", "double")])
+    # a pickled int past 32 bits lands wrapped in an int column
+    assert "_wrap_int(" in _text("def f(x):\n    return x * 2\n", x, "int") and "_wrap_int(" not in _text("def f(x):\n    return x * 2\n", x, "int", True)
 
 
 def test_types_and_forms_outside_the_subset_are_refused_up_front():

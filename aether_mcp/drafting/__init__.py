@@ -10,12 +10,13 @@ like any other: byte_compare, audit_candidate and verify prove or refute it.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from aether_mcp.drafting.module import read_module
 from aether_mcp.drafting.recipes import RECIPES, source_of
 from aether_mcp.drafting.translator import Branch, Emitter, Scope
-from aether_mcp.drafting.values import SPARK_KINDS, Refused, Value, constant
+from aether_mcp.drafting.values import SPARK_KINDS, Refused, Value, constant, py_literal
 
 __all__ = ["Draft", "Refused", "draft"]
 
@@ -47,6 +48,8 @@ def draft(source: str, signature: Signature) -> Draft:
         raise Refused("a pandas UDF (the subset is row-at-a-time Python)", 1, "pick the vectorized target")
     tree = ast.parse(source)
     module = read_module(tree)
+    if signature.function in module.rebound:
+        raise Refused(f"the function `{signature.function}`, bound more than once at module level", 1)
     function, closure = module.functions.get(signature.function), {}
     if function is None:
         function, closure = _made_by_factory(module, signature.function)
@@ -59,7 +62,8 @@ def draft(source: str, signature: Signature) -> Draft:
     taken = sorted(RESERVED & (set(params) | set(module.tables)) | {p for p in params if p.lower().startswith("_draft_")})
     if taken:
         raise Refused(f"an argument or table named `{taken[0]}`, a name the draft's own code uses", function.lineno, "write the candidate by hand")
-    emitter = Emitter(names={*RESERVED, "result", *module.tables, *params})  # `_draft_result` is the last step's column
+    # `_draft_result` is the last step's column; the builtins the draft's own code calls are never shadowed
+    emitter = Emitter(names={*RESERVED, "result", "float", "isinstance", "list", "str", *module.tables, *params})
     env: dict[str, Value] = dict(closure)
     entry: list[str] = []
     for name, spark_type in signature.args:
@@ -74,11 +78,15 @@ def draft(source: str, signature: Signature) -> Draft:
     deviations: set[str] = set()
     tables: set[str] = set()
     scope = Scope(module, emitter, env, used, notes, deviations, tables, (signature.function,))
+    scope.local_names(function.body)
     branches: list[Branch] = []
     if scope.block(function.body, branches):
         branches.append(Branch("F.lit(True)", Value("F.lit(None)", "none", True, const=None, is_const=True), line=function.lineno))
     result = _result_chain(branches, result_kind, signature, used, function.lineno)
     text = _file_text(signature, source, module, tables, used, entry, emitter.lines, result)
+    past = re.search(r"_int_past_64_bits\((\d+)\)", text)
+    if past:
+        raise Refused("an int constant past 64 bits (no Spark bigint holds it)", int(past.group(1)))
     return Draft(text, sorted(used - {"_col"}), len(branches), sorted(notes), sorted(deviations))
 
 
@@ -100,6 +108,8 @@ def _made_by_factory(module, name: str) -> tuple[ast.FunctionDef, dict[str, Valu
     if set(values) != set(params):
         raise Refused(f"the factory call `{ast.unparse(call)[:60]}` without every argument", call.lineno)
     inner = {n.name: n for n in factory.body if isinstance(n, ast.FunctionDef)}
+    if len(inner) > 1:
+        raise Refused(f"the factory `{factory.name}` with more than one inner function", factory.lineno)
     body = [n for n in factory.body if not isinstance(n, ast.FunctionDef) and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
     returned = body[0].value if len(body) == 1 and isinstance(body[0], ast.Return) else None
     if isinstance(returned, ast.Lambda):
@@ -113,6 +123,10 @@ def _made_by_factory(module, name: str) -> tuple[ast.FunctionDef, dict[str, Valu
 
 def _converted(value: Value, result_kind: str, signature: Signature, line: int) -> str:
     """A returned value as Spark keeps it under the declared type (the pickled path nulls a wrong Python type)."""
+    if value.kind == "int" and signature.return_type.lower() in ("int", "integer") and not signature.use_arrow:
+        return f"_wrap_int({value.code})"  # Spark keeps a pickled int past 32 bits wrapped (notes, section 0)
+    if value.kind == "int" and signature.return_type.lower() in ("smallint", "tinyint", "short", "byte"):
+        raise Refused(f"an int returned as {signature.return_type} (how Spark keeps one out of range is not drafted)", line)
     if value.kind in (result_kind, "none"):
         return value.code
     if value.kind == "bool" and result_kind == "int" and signature.use_arrow:
@@ -132,6 +146,8 @@ def _result_chain(branches: list[Branch], result_kind: str, signature: Signature
             outcome = f"_raise({branch.message!r})"
         else:
             outcome = _converted(branch.value, result_kind, signature, branch.line)
+            if outcome.startswith("_wrap_int("):
+                used.add("_wrap_int")
         last = branch.condition == "F.lit(True)"
         if not parts:
             parts.append(outcome if last else f"F.when({branch.condition}, {outcome})")
@@ -155,7 +171,7 @@ def _file_text(signature: Signature, source: str, module, tables: set[str], used
     table_lines = []
     for name in sorted(tables):
         table = module.tables[name]
-        table_lines.append(f"\n# From the original (line {table.line}).\n{name} = {dict(table.items)!r}\n")
+        table_lines.append(f"\n# From the original (line {table.line}).\n{name} = {py_literal(dict(table.items))}\n")
     body = ["steps = []", *entry, *lines]
     spark_type = signature.return_type
     code = "\n".join(f"    {line}" for line in body)

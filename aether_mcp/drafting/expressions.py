@@ -8,7 +8,7 @@ import operator
 
 from aether_mcp.drafting.module import DecimalConst, DecimalContext, Table, decimal_quantum, refuse_unknown_name, undefined
 from aether_mcp.drafting.recipes import PY_WHITESPACE
-from aether_mcp.drafting.values import Guard, Refused, Value, both, constant, lit_code, negate, within
+from aether_mcp.drafting.values import Guard, Refused, Value, both, constant, lit_code, negate, py_literal, within
 
 ARITHMETIC = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
 FOLD = {
@@ -43,7 +43,10 @@ def as_float(value: Value) -> Value:
     if value.kind == "float":
         return value
     if value.is_const:
-        return constant(float(value.const), 0)  # type: ignore[arg-type]
+        try:
+            return constant(float(value.const), 0)  # type: ignore[arg-type]
+        except OverflowError:
+            return Value("F.lit(None)", "none", True, (Guard("F.lit(True)", "OverflowError: int too large to convert to float"),))
     return Value(f"({value.code}).cast('double')", "float", value.nullable, value.guards)
 
 
@@ -74,6 +77,8 @@ class Expressions:
             return self.env[node.id]
         if node.id in self.unbound:
             raise Refused(f"`{node.id}` is assigned on some paths only (UnboundLocalError on the others)", node.lineno)
+        if node.id in self.assigned:  # a local of the function, read before it is assigned on this path
+            return raising(f"UnboundLocalError: local variable '{node.id}' referenced before assignment (line {node.lineno})")
         if node.id in self.module.constants:
             return constant(self.module.constants[node.id], node.lineno)
         named = self.imported(node)
@@ -110,7 +115,11 @@ class Expressions:
 
     def arithmetic(self, op: type, left: Value, right: Value, line: int) -> Value:
         symbol = ARITHMETIC[op]
-        if left.is_const and right.is_const:
+        if always_raises(left) or always_raises(right):  # Python never gets past an operand that raises
+            return Value("F.lit(None)", "none", True, left.guards + right.guards)
+        foldable = (number(left) and number(right)) or (op is ast.Add and left.kind == right.kind == "str")
+        huge = op is ast.Pow and isinstance(right.const, int) and abs(right.const) > 4096  # 2 ** 10**10 is never computed here
+        if left.is_const and right.is_const and foldable and not huge:
             try:
                 return constant(FOLD[op](left.const, right.const), line)
             except (ArithmeticError, TypeError, ValueError) as exc:
@@ -123,8 +132,13 @@ class Expressions:
         left, right = self.need(as_int(left), f"`{symbol}`", line), self.need(as_int(right), f"`{symbol}`", line)
         guards = left.guards + right.guards
         floats = "float" in (left.kind, right.kind) or op is ast.Div
+        if op is ast.Div and left.kind == right.kind == "int" and not (left.is_const and right.is_const):
+            self.notes.add(f"int / int (line {line}) divides the two as doubles: past 2**53 Python's exact quotient can differ in the last bit")
         if floats:
             left, right = as_float(left), as_float(right)
+            guards = left.guards + right.guards
+            if always_raises(left) or always_raises(right):  # an int too large for a float
+                return Value("F.lit(None)", "none", True, guards)
         a, b = left.code, right.code
         if op in (ast.Div, ast.FloorDiv, ast.Mod):
             guards += (Guard(f"({b}) == 0", f"ZeroDivisionError: {'division' if op is ast.Div else 'integer division or modulo'} by zero (line {line})"),)
@@ -132,7 +146,7 @@ class Expressions:
             return self.power(left, right, guards, line)
         if op in (ast.Add, ast.Sub, ast.Mult) and not floats:
             self.wide_ints(line)
-            return Value(f"F.{INT_OPS[op]}({a}, {b})", "int", True, guards)
+            return Value(f"F.{INT_OPS[op]}({a}, {b})", "int", False, guards)  # never None in Python: null here is past 64 bits
         if op is ast.Div:  # try_divide: a step is computed on every row, and the zero divisor is a guard's
             return Value(f"F.try_divide({a}, {b})", "float", False, guards)
         if op in (ast.Add, ast.Sub, ast.Mult):
@@ -150,7 +164,7 @@ class Expressions:
             code = left.code
             for _ in range(right.const - 1):
                 code = f"F.try_multiply({code}, {left.code})"
-            return Value(code, "int", True, guards)
+            return Value(code, "int", False, guards)
         raise Refused(
             "`**` other than an int to a literal power 1 to 4 (a float's x ** 2 is C's pow(), which differs from x * x and from Spark's pow() in the last bit on some inputs)",
             line,
@@ -164,6 +178,8 @@ class Expressions:
             if truth.is_const:
                 return constant(not truth.const, node.lineno)
             return Value(negate(truth.code), "bool", False, truth.guards)
+        if isinstance(node.op, ast.Invert):
+            raise Refused(f"the bitwise `~` of `{ast.unparse(node)[:40]}`", node.lineno)
         if operand.is_const:
             return constant(-operand.const if isinstance(node.op, ast.USub) else +operand.const, node.lineno)  # type: ignore[operator]
         if not number(operand):
@@ -173,13 +189,15 @@ class Expressions:
             return operand
         if operand.kind == "int":
             self.wide_ints(node.lineno)
-            return Value(f"F.try_subtract(F.lit(0), {operand.code})", "int", True, operand.guards)
+            return Value(f"F.try_subtract(F.lit(0), {operand.code})", "int", False, operand.guards)
         return Value(f"(-{operand.code})", operand.kind, False, operand.guards)
 
     def truth(self, value: Value, line: int) -> Value:
         """Python's bool(value) as a non-null boolean Column (None, 0, 0.0, '' are false; NaN is true)."""
-        if value.is_const:
+        if value.is_const and not value.guards:
             return constant(bool(value.const), line)
+        if value.is_const:
+            return Value(f"F.lit({bool(value.const)})", "bool", False, value.guards)
         if value.kind == "none":  # a value that raises on every row reaching it
             return Value("F.lit(False)", "bool", False, value.guards)
         test = {"bool": f"{value.code}", "int": f"({value.code} != 0)", "float": f"({value.code} != 0)", "str": f"(F.length({value.code}) > 0)"}[value.kind]
@@ -208,6 +226,8 @@ class Expressions:
             rhs = within(right.guards, truth.code if is_and else negate(truth.code))
             return Value(code, "bool", False, left.guards + rhs)
         kind = self.merge_kind(left, right, line)
+        left = self.bind(left, "either") if not left.guards else left  # used twice below: one step, not two copies
+        truth = self.truth(left, line) if not left.guards else truth
         take_right = truth.code if is_and else negate(truth.code)
         code = f"F.when({take_right}, {right.code}).otherwise({left.code})"
         return Value(code, kind, left.nullable or right.nullable, truth.guards + within(right.guards, take_right))
@@ -262,11 +282,13 @@ class Expressions:
 
     def compare(self, op: ast.cmpop, left: Value, right: Value | Table | list[Value], node: ast.expr) -> Value:
         line = node.lineno
+        if always_raises(left) or (isinstance(right, Value) and always_raises(right)):
+            return Value("F.lit(False)", "bool", False, left.guards + (right.guards if isinstance(right, Value) else ()))
         if isinstance(right, list):
             found = constant(False, line)
-            for element in right:
-                found = self.short_circuit(found, self.equality(left.pure(), element, True, line), False, line)
-            found = Value(found.code, "bool", False, left.guards + found.guards)
+            for element in right:  # the tuple is built, every element evaluated, before the test
+                found = self.short_circuit(found, self.equality(left.pure(), element.pure(), True, line), False, line)
+            found = Value(found.code, "bool", False, left.guards + tuple(g for e in right for g in e.guards) + found.guards)
             return Value(negate(found.code), "bool", False, found.guards) if isinstance(op, ast.NotIn) else found
         if isinstance(right, Table):
             found = self.member(left, right, line)
@@ -296,7 +318,9 @@ class Expressions:
             return Value(f"({left.code} {symbol} {right.code})", "bool", False, guards)
         if not (number(left) and number(right)):
             raise Refused(f"`{symbol}` between {TYPE_NAMES[left.kind]} and {TYPE_NAMES[right.kind]} (TypeError on every row)", line)
-        nan_checks = [f"~F.isnan({v.code})" for v in (left, right) if v.kind == "float" and not v.is_const]
+        if {left.kind, right.kind} == {"int", "float"} and not (left.is_const or right.is_const):
+            self.notes.add(f"`{symbol}` between an int and a float (line {line}) compares them as doubles: past 2**53 Python's exact comparison can differ")
+        nan_checks = [f"~F.isnan({v.code})" for v in (left, right) if v.kind == "float" and not (v.is_const and v.const == v.const)]
         return Value(both(f"({left.code} {symbol} {right.code})", *nan_checks), "bool", False, guards)
 
     def equality(self, left: Value, right: Value, equal: bool, line: int) -> Value:
@@ -306,13 +330,13 @@ class Expressions:
             is_none = f"{other.code}.isNull()" if other.nullable else ("F.lit(True)" if other.kind == "none" else "F.lit(False)")
             return Value(is_none if equal else negate(is_none), "bool", False, guards)
         if number(left) != number(right) or (not number(left) and left.kind != right.kind):
-            return constant(not equal, line)  # 1 == "1" is False in Python, never an error
+            return Value(f"F.lit({not equal})", "bool", False, guards)  # 1 == "1" is False in Python; the operands still raise where they do
         left, right = as_int(left), as_int(right)
         if "float" in (left.kind, right.kind):
             left, right = as_float(left), as_float(right)
         code = f"{left.code}.eqNullSafe({right.code})"
         for side in (left, right):
-            if side.kind == "float" and not side.is_const:
+            if side.kind == "float":
                 self.use("_is_nan")
                 code = both(code, f"~_is_nan({side.code})")  # nan == nan is False in Python, true in Spark
         return Value(code if equal else negate(code), "bool", False, guards)
@@ -322,10 +346,14 @@ class Expressions:
         keys = [k for k, _ in table.items]
         if key.kind == "none" and key.is_const:
             return constant(None in keys, line)
+        if key.kind == "bool":
+            key = as_int(key)  # True == 1 in Python
         comparable = [k for k in keys if k is not None and (isinstance(k, str) if key.kind == "str" else isinstance(k, int | float) and not isinstance(k, str))]
         if key.kind == "float":
             comparable = [float(k) for k in comparable if not (isinstance(k, float) and math.isnan(k))]
-        found = f"F.coalesce({key.code}.isin({', '.join(repr(k) for k in comparable)}), F.lit(False))" if comparable else "F.lit(False)"
+        elif key.kind == "int":  # an int column meets only whole numbers a bigint holds
+            comparable = [int(k) for k in comparable if (not isinstance(k, float) or k.is_integer()) and -(2**63) <= k < 2**63]
+        found = f"F.coalesce({key.code}.isin({', '.join(py_literal(k) for k in comparable)}), F.lit(False))" if comparable else "F.lit(False)"
         if key.kind == "float":
             self.use("_is_nan")
             found = both(found, f"~_is_nan({key.code})")
@@ -339,7 +367,7 @@ class Expressions:
         """str(value) for a str, an int or a bool ('None' for None): Spark's cast spells those as Python does."""
         if value.is_const:
             return constant(str(value.const), line)
-        code = {"str": value.code, "int": f"{value.code}.cast('string')", "bool": f"F.when({value.code}, F.lit('True')).otherwise(F.lit('False'))"}.get(value.kind)
+        code = {"str": value.code, "int": f"{value.code}.cast('string')", "bool": f"F.when({value.code}, F.lit('True')).when(~{value.code}, F.lit('False'))"}.get(value.kind)
         if code is None:
             raise Refused(f"str() of {TYPE_NAMES[value.kind]} (a float's repr differs from Spark's: notes, section 13)", line)
         return Value(f"F.coalesce({code}, F.lit('None'))" if value.nullable else code, "str", False, value.guards)
@@ -393,13 +421,15 @@ class Expressions:
 
     def lookup(self, table: Table, key: Value, default: Value | None, line: int) -> Value:
         values = [v for _, v in table.items]
+        if len({type(k) for k, _ in table.items}) > 1:
+            raise Refused(f"a lookup in `{table.name}`, whose keys are not all of one type", line)
         kinds = {type(v) for v in values}
         if len(kinds) != 1 or (default is not None and default.kind not in ("none", *{constant(v, line).kind for v in values})):
             raise Refused(f"a lookup in `{table.name}`, whose values are not all of one type", line)
         found = self.member(key, table, line)
         self.use("_lookup")
         kind = constant(values[0], line).kind
-        code = f"_lookup({key.code}, {table.name})"
+        code = f"_lookup({key.code}, {table.name})" + (".cast('long')" if kind == "int" else "")
         self.tables_used.add(table.name)
         if default is None:
             guard = Guard(negate(found.code), f"KeyError: a key not in {table.name} (line {line})")

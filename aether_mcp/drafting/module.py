@@ -85,6 +85,23 @@ def read_module(tree: ast.Module) -> Module:
                     module.rebound.add(name)
                 seen.add(name)
                 _read_binding(module, name, value)
+    for node in tree.body:  # what else the module does to a name: rebinding it in a block, += , D[k] = v, D.update(...)
+        for inner in ast.walk(node):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and inner is not node and not isinstance(inner, ast.Global):
+                continue
+            if isinstance(inner, ast.AugAssign | ast.For | ast.With) or (isinstance(inner, ast.Assign | ast.AnnAssign) and node is not inner):
+                targets = inner.targets if isinstance(inner, ast.Assign) else [getattr(inner, "target", None)] + [i.optional_vars for i in getattr(inner, "items", [])]
+                module.rebound.update(n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name))
+            if isinstance(inner, ast.Global):
+                module.rebound.update(inner.names)
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and isinstance(inner.func.value, ast.Name):
+                module.rebound.add(inner.func.value.id) if inner.func.attr not in READS else None
+        if isinstance(node, ast.FunctionDef) and node.name in seen:
+            module.rebound.add(node.name)
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            module.rebound.update(n.id for t in targets if not isinstance(t, ast.Name) for n in ast.walk(t) if isinstance(n, ast.Name))
+            module.rebound.update(t.id for t in targets if isinstance(t, ast.Name) and t.id in module.functions)
     for name in module.rebound:
         module.constants.pop(name, None)
         module.tables.pop(name, None)
@@ -114,6 +131,10 @@ def _read_binding(module: Module, name: str, value: ast.expr) -> None:
         module.tables[name] = Table(name, tuple((v, None) for v in literal), False, value.lineno)
     else:
         module.other[name] = (value.lineno, ast.unparse(value)[:60])
+
+
+# Methods that only read the object they are called on: calling them at module level rebinds nothing.
+READS = {"get", "keys", "values", "items", "copy", "count", "index", "startswith", "endswith", "format", "join", "lower", "upper", "strip", "split"}
 
 
 def _flat(value: object) -> bool:

@@ -115,6 +115,12 @@ def _half_up(x, n):
     r = F.round(x, n)
     return F.when(r == 0, F.lit(0.0) * F.signum(x)).otherwise(r)
 ''',
+    "_wrap_int": '''
+def _wrap_int(v):
+    """A bigint as a pickled UDF's int result lands in an int column: wrapped to 32 bits."""
+    w = F.pmod(v, F.lit(4294967296))
+    return F.when(w >= 2147483648, w - 4294967296).otherwise(w)
+''',
     "_py_slice": '''
 def _py_slice(s, a, b):
     """s[a:b] for int literals a, b (None for an open end), clamped as Python clamps."""

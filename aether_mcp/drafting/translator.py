@@ -58,6 +58,13 @@ class Scope(Expressions, Calls):
         self.tables_used = tables
         self.inlining = inlining
         self.line = 1
+        self.assigned: set[str] = set()  # every name the function body assigns: local throughout it, as Python scopes
+
+    def at_module_level(self) -> Scope:
+        return Scope(self.module, self.emitter, {}, self.recipes, self.notes, self.deviations, self.tables_used, self.inlining)
+
+    def local_names(self, body: list[ast.stmt]) -> None:
+        self.assigned = {n.id for s in body for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} - set(self.env)
 
     def where(self, line: int) -> str:
         inside = f" ({self.inlining[-1]})" if len(self.inlining) > 1 else ""
@@ -252,6 +259,7 @@ class Scope(Expressions, Calls):
 
     def call_body(self, name: str, function: ast.FunctionDef, params: dict[str, Value], guards: tuple[Guard, ...]) -> Value:
         inner = Scope(self.module, self.emitter, dict(params), self.recipes, self.notes, self.deviations, self.tables_used, (*self.inlining, name))
+        inner.local_names(function.body)
         branches: list[Branch] = []
         if inner.block(function.body, branches):
             branches.append(Branch("F.lit(True)", Value("F.lit(None)", "none", True, const=None, is_const=True), line=function.lineno))

@@ -55,12 +55,29 @@ class Value:
         return replace(self, guards=())
 
 
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+PAST_64_BITS = "_int_past_64_bits()"
+
+
+def py_literal(value: object) -> str:
+    """Python source for a literal value: a non-finite float spelled as float('inf'), containers element by element."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({str(value)!r})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{py_literal(k)}: {py_literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, tuple):
+        return "(" + "".join(f"{py_literal(v)}, " for v in value) + ")"
+    return repr(value)
+
+
 def lit_code(value: object) -> str:
     if value is None:
         return "F.lit(None)"
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"F.lit(float({str(value)!r}))"
-    return f"F.lit({value!r})"
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not LONG_MIN <= value <= LONG_MAX:
+            return PAST_64_BITS  # fine folded away (10**400 * 0.0), refused if it reaches the draft
+        return f"F.lit({value}).cast('long')"  # a bigint, as every int the draft computes: two small literals must not add in 32 bits
+    return f"F.lit({py_literal(value)})"
 
 
 def kind_of(value: object) -> str | None:
@@ -81,7 +98,10 @@ def constant(value: object, line: int) -> Value:
     kind = kind_of(value)
     if kind is None:
         raise Refused(f"the constant {value!r} ({type(value).__name__})", line)
-    return Value(lit_code(value), kind, nullable=value is None, const=value, is_const=True)
+    code = lit_code(value)
+    if code == PAST_64_BITS:
+        code = f"_int_past_64_bits({line})"
+    return Value(code, kind, nullable=value is None, const=value, is_const=True)
 
 
 def both(*codes: str) -> str:
