@@ -167,8 +167,10 @@ def test_what_the_review_of_the_translator_found_is_drafted_as_python_does_or_re
     assert "UnboundLocalError" in _text("LIMIT = 10\n\n\ndef f(x):\n    y = x + LIMIT\n    LIMIT = 5\n    return y\n", x, "bigint")
     assert "a local the function assigns" in _refused("def f(s):\n    n = len(s)\n    len = 3\n    return n\n", s, "bigint")
     # what the module does to a name after binding it
-    assert "RATE" in _refused("RATE = 1.0\nRATE += 1.0\n\n\ndef f(x):\n    return x * RATE\n", [("x", "double")])
-    assert "`D`" in _refused("D = {'a': 1}\nD['b'] = 2\n\n\ndef f(s):\n    return D.get(s, 0)\n", s, "bigint")
+    rebound = "which the module binds or changes more than once"
+    assert f"`RATE`, {rebound}" in _refused("RATE = 1.0\nRATE += 1.0\n\n\ndef f(x):\n    return x * RATE\n", [("x", "double")])
+    assert f"`D`, {rebound}" in _refused("D = {'a': 1}\nD['b'] = 2\n\n\ndef f(s):\n    return D.get(s, 0)\n", s, "bigint")
+    assert f"`D`, {rebound}" in _refused("D = {'a': 1}\nD.update(b=2)\n\n\ndef f(s):\n    return D.get(s, 0)\n", s, "bigint")
     assert "bound more than once" in _refused("def make(k):\n    return lambda x: x * k\n\n\ndef f(x):\n    return x\n\n\nf = make(3)\n", x, "bigint")
     # a helper's defaults are the module's, whatever the caller calls its locals
     assert "F.lit(0.1)" in _text("RATE = 0.1\n\n\ndef h(x, r=RATE):\n    return x * r\n\n\ndef f(x):\n    RATE = 0.5\n    return h(x)\n", [("x", "double")])
@@ -232,6 +234,19 @@ def test_the_tool_writes_a_new_candidate_never_overwrites_and_writes_nothing_whe
     assert not refused.drafted and refused.refused.line == 6 and "While" in refused.refused.outside_subset and refused.path is None
     assert not (Path(looped.workspace) / "candidate" / "loop_draft.py").exists()
     assert "read original/udf.py around line 6" in refused.next_steps[0]
+
+
+def test_a_fault_inside_the_translator_is_a_clear_error_and_writes_nothing(root, monkeypatch):
+    created = workspaces.init_workspace(root, "jobs/shipping.py", "shipping_fee")
+    import aether_mcp.drafting as drafting_package
+
+    def broken(source, signature):  # a translator bug, not anything the original or the agent did
+        raise KeyError("none")
+
+    monkeypatch.setattr(drafting_package, "draft", broken)
+    with pytest.raises(ToolError, match=r"draft_candidate could not translate this original \(KeyError: 'none'\); write the candidate by hand"):
+        draft_candidate(root, created.workspace)
+    assert not (Path(created.workspace) / "candidate" / "draft.py").exists()
 
 
 # --- through the MCP client and the judge: each recipe family against the Python it replaces ----------------------

@@ -213,6 +213,7 @@ async def test_every_tool_but_status_refuses_a_tampered_workspace(client):
         "justify": {"item": "line:1", "reason": "unreachable in every job run"},
         "freeze_tests": {},
         "unfreeze_tests": {"reason": "changing the tests on purpose"},
+        "draft_candidate": {},
         "byte_compare": {"candidate": "fee"},
         "audit_candidate": {"candidate": "fee"},
         "record_deviation": {"candidate": "fee", "summary": "a long enough summary", "reason": "a long enough reason", "ulp_tolerance": 2},
@@ -235,6 +236,7 @@ async def test_every_tool_but_status_refuses_a_tampered_workspace(client):
     status = await ok(client, "workspace_status", workspace=ws)
     assert status["integrity"]["modified"] == ["original/udf.py"]
     assert (Path(ws) / "tests" / "cases.py").read_text() == SHIPPING_CASES  # nothing was lost
+    assert not (Path(ws) / "candidate" / "draft.py").exists()  # nothing drafted from an original it cannot trust
 
 
 @pytest.mark.slow

@@ -41,6 +41,11 @@ class Signature:
     kind: str = "row"
     use_arrow: bool | None = None
 
+    @classmethod
+    def of(cls, udf) -> Signature:
+        """From a workspace's aether.toml [udf] section."""
+        return cls(udf.function, [(a.name, a.type) for a in udf.args], udf.return_type, udf.kind, udf.use_arrow)
+
 
 def draft(source: str, signature: Signature) -> Draft:
     """The draft's text, or Refused naming the first construct outside the subset."""
@@ -185,9 +190,8 @@ def _file_text(signature: Signature, source: str, module, tables: set[str], used
 
 def outlook(source: str, udf) -> str:
     """What draft_candidate would do with an extracted UDF (`udf`: its aether.toml [udf] section), in one line."""
-    signature = Signature(udf.function, [(a.name, a.type) for a in udf.args], udf.return_type, udf.kind, udf.use_arrow)
     try:
-        draft(source, signature)
+        draft(source, Signature.of(udf))
     except Refused as refused:
         return f"refused: {refused.construct[:100]} (line {refused.line} of original/udf.py)"
     except Exception as exc:  # noqa: BLE001 - a scan reports every UDF, whatever the translator makes of one

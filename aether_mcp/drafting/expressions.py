@@ -8,7 +8,7 @@ import operator
 
 from aether_mcp.drafting.module import DecimalConst, DecimalContext, Table, decimal_quantum, refuse_unknown_name, undefined
 from aether_mcp.drafting.recipes import PY_WHITESPACE
-from aether_mcp.drafting.values import Guard, Refused, Value, both, constant, lit_code, negate, py_literal, within
+from aether_mcp.drafting.values import Guard, Refused, Value, both, constant, negate, py_literal, within
 
 ARITHMETIC = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
 FOLD = {
@@ -19,8 +19,6 @@ FOLD = {
 INT_OPS = {ast.Add: "try_add", ast.Sub: "try_subtract", ast.Mult: "try_multiply"}
 ORDER = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 TYPE_NAMES = {"int": "int", "float": "float", "str": "str", "bool": "bool", "none": "NoneType"}
-# math functions whose Spark result is bit-identical to Python's (notes, section 18), with the domain Python allows.
-EXACT_MATH = {"sqrt", "fabs", "isfinite", "isnan", "isinf", "floor", "ceil", "degrees", "radians"}
 # math functions Spark computes on the JVM a last bit away from C's libm on some inputs: drafted, with a deviation to declare.
 ULP_MATH = {"exp": "exp", "log10": "log10", "sin": "sin", "cos": "cos", "tan": "tan", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "expm1": "expm1", "log1p": "log1p"}
 INF = 'F.lit(float("inf"))'
@@ -481,9 +479,6 @@ class Expressions:
         self.use("_half_up")
         infinite = Guard(f"F.abs({value.code}) == {INF}", f"InvalidOperation: quantize of an infinity (line {node.lineno})")
         return Value(f"_half_up({value.code}, {digits})", "float", False, (*value.guards, infinite))
-
-    def lit(self, value: object) -> str:
-        return lit_code(value)
 
     def whitespace(self) -> str:
         self.use("PY_WHITESPACE")

@@ -199,6 +199,8 @@ def undefined(module: Module, name: str) -> bool:
 
 
 def refuse_unknown_name(module: Module, name: str, line: int) -> Refused:
+    if name in module.rebound:
+        return Refused(f"the name `{name}`, which the module binds or changes more than once (its value when the UDF runs is not read here)", line)
     if name in module.other:
         where, source = module.other[name]
         return Refused(f"the name `{name}`, bound at line {where} to `{source}`, which is not a literal the translator can read", line)

@@ -33,11 +33,6 @@ class DraftCandidateResult(BaseModel):
     next_steps: list[str]
 
 
-def signature_of(workspace: Workspace) -> drafting.Signature:
-    udf = workspace.config.udf
-    return drafting.Signature(udf.function, [(a.name, a.type) for a in udf.args], udf.return_type, udf.kind, udf.use_arrow)
-
-
 def draft_candidate(root: SandboxRoot, workspace: str, target: Literal["sql"] = "sql", name: str = "draft") -> DraftCandidateResult:
     opened = Workspace.open_intact(root, workspace)
     if target != "sql":
@@ -49,7 +44,7 @@ def draft_candidate(root: SandboxRoot, workspace: str, target: Literal["sql"] = 
         raise ToolError(f"{relative} already exists and draft_candidate never overwrites a file; pass another name (e.g. name='{name}_2').")
     source = opened.verified_original()
     try:
-        made = drafting.draft(source, signature_of(opened))
+        made = drafting.draft(source, drafting.Signature.of(opened.config.udf))
     except drafting.Refused as refused:
         return DraftCandidateResult(
             workspace=str(opened.path),
