@@ -91,6 +91,45 @@ def test_each_construct_outside_the_subset_is_refused_with_its_line(body, constr
     assert refused.value.what_to_do
 
 
+REGEX_REFUSALS = [
+    ('re.match(r"abc", s, flags=re.IGNORECASE)', "under IGNORECASE"),
+    ('re.search(r"^a", s, flags=re.M)', "under MULTILINE"),
+    ('re.sub(r"\\w+", "", s)', "\\w on Unicode text"),
+    ('re.sub(r"\\bx", "", s)', "\\b or \\B on Unicode text"),
+    ('re.sub(r"(a)\\1", "", s)', "a back-reference"),
+    ('re.sub(r"(?<=a)b", "", s)', "a lookbehind"),
+    ('re.sub(r"(?i:a)", "b", s)', "a group with its own flags"),
+    ('re.sub(r"[^\\Wx]", "", s)', "a negated class escape"),
+    ('re.sub(r"a*", "-", s)', "can match the empty string"),
+    ('re.sub(r"a", "\\\\1", s)', "a re.sub replacement with a backslash"),
+    ('re.sub(r"a", "b", s, 1)', "re.sub with a count"),
+    ('re.sub(s, "", "x")', "a pattern that is not a literal string"),
+    ('re.findall(r"a", s)', "re's `findall()`"),
+    ('re.match(r"a", s).group(0)', "the method `.group()` on match"),
+    ("P", "the compiled pattern `P` used other than by"),
+    ('GUARDED.sub("", s)', "where the job may import the `regex` module"),
+]
+
+
+@pytest.mark.parametrize(("expression", "construct"), REGEX_REFUSALS, ids=[r[1][:30] for r in REGEX_REFUSALS])
+def test_each_regex_construct_without_the_same_meaning_in_java_is_refused(expression, construct):
+    source = (
+        "try:\n    import regex as rx\nexcept ImportError:\n    import re as rx\nimport re\n\n"
+        "P = re.compile(r'a.c', re.S)\nGUARDED = rx.compile(r'\\s')\n\n\ndef f(s: str) -> str:\n"
+        f"    return {expression}\n"
+    )
+    with pytest.raises(Refused) as refused:
+        draft(source, Signature("f", [("s", "string")], "string"))
+    assert construct in refused.value.construct and refused.value.line == 12, (refused.value.construct, refused.value.line)
+
+
+def test_a_regex_is_rewritten_for_java_character_by_character():
+    source = "import re\n\nTAIL = re.compile(r'[$,]+.$')\n\n\ndef f(s: str) -> bool:\n    return TAIL.search(s) is not None\n"
+    text = draft(source, Signature("f", [("s", "string")], "boolean")).text
+    # '$' and ',' as code points (no Java metacharacter slips through), '.' as not-\n, '$' as Python's end
+    assert "rlike('[\\\\x{24}\\\\x{2c}]{1,}[^\\\\x{a}](?=\\\\x{a}?\\\\z)')" in text, text
+
+
 def test_each_value_is_a_step_computed_once_so_a_long_chain_stays_linear():
     # each step uses the running total on both sides of an if: inlined, 20 rounds would be 2**20 nodes
     source = "STEPS = " + repr(tuple(float(i) for i in range(20))) + "\n\n\ndef f(x: float) -> float:\n    total = 0.0\n    for step in STEPS:\n        if x > step:\n            total = total * 2.0 + step\n        else:\n            total = total - step\n    return total\n"
@@ -192,7 +231,8 @@ def test_what_the_review_of_the_translator_found_is_drafted_as_python_does_or_re
 def test_types_and_forms_outside_the_subset_are_refused_up_front():
     source = one("return x")
     cases = [
-        (Signature("f", [("x", "date")], "double"), "the argument `x` of type date"),
+        (Signature("f", [("x", "timestamp_ntz")], "double"), "the argument `x` of type timestamp_ntz"),
+        (Signature("f", [("x", "date")], "double"), "a return of date where the UDF declares double"),
         (Signature("f", [("x", "double")], "array<double>"), "the return type array<double>"),
         (Signature("f", [("x", "double")], "double", "pandas"), "a pandas UDF"),
         (Signature("g", [("x", "double")], "double"), "the function `g` is not defined"),
@@ -438,6 +478,108 @@ STR_TRAPS = [
 ]
 
 
+REGEX_OPS = '''
+import re
+
+from pyspark.sql.functions import udf
+
+MONEY = re.compile(r"[$,]")
+SPACES = re.compile(r"\\s+")
+CODE = re.compile(r"[A-Z]{2}-\\d{3}")
+TAIL = re.compile(r"end$")
+WORD = re.compile(r"\\bcat\\b", re.ASCII)
+FIRST = re.compile(r"""
+    (ab|a)   # the first alternative that leads to a match wins
+    c*?      # lazy
+    """, re.VERBOSE)
+
+
+@udf("string")
+def regex_ops(op: str, s: str) -> str:
+    if op == "money":
+        return MONEY.sub("", s)
+    if op == "squash":
+        return SPACES.sub(" ", s)
+    if op == "code":
+        return "yes" if CODE.fullmatch(s) else "no"
+    if op == "starts":
+        return "yes" if CODE.match(s) is not None else "no"
+    if op == "tail":
+        return "yes" if TAIL.search(s) else "no"
+    if op == "dot":
+        return "yes" if re.match(r"a.b", s) else "no"
+    if op == "word":
+        return WORD.sub("dog", s)
+    if op == "first":
+        return FIRST.sub("<$1>", s)
+    if op == "digits":
+        return re.sub(r"[^\\d]+", "", s, flags=re.ASCII)
+    return None
+'''
+
+REGEX_TRAPS = [
+    (["money", "$1,234.50"], "[$,]: '$' is a literal inside a class"),
+    (["money", None], "re.sub of None raises TypeError"),
+    (["squash", "a\\u3000\\u3000b\\x1cc\\x85d\\te"], "\\s is Python's Unicode whitespace (Java's is ASCII)"),
+    (["squash", "a\\u200bb"], "a zero-width space is not whitespace"),
+    (["code", "AB-\\u0661\\u0662\\u0663"], "\\d holds the Arabic-Indic digits (Java's is ASCII)"),
+    (["code", "AB-123\\n"], "fullmatch does not let a final newline through"),
+    (["starts", "AB-1234"], "match anchors at the start only"),
+    (["starts", "xAB-123"], "match is not search"),
+    (["tail", "the end\\n"], "$ matches before a final newline"),
+    (["tail", "the end\\r\\n"], "$ does not match before \\r\\n (Java's does)"),
+    (["tail", "end\\n\\n"], "$ matches before the last newline only"),
+    (["dot", "a\\rb"], ". matches \\r (Java's does not)"),
+    (["dot", "a\\u2028b"], ". matches the line separator (Java's does not)"),
+    (["dot", "a\\nb"], ". does not match \\n"),
+    (["dot", "a\\U0001f600b"], ". matches one code point, not half of a surrogate pair"),
+    (["word", "cat catalog cat_s (cat)"], "\\b between ASCII word characters"),
+    (["word", "\\u00e9cat"], "under re.ASCII an accented letter is not a word character"),
+    (["first", "abcc ac"], "alternatives in order, a lazy repeat, and '$1' is literal in Python's replacement"),
+    (["digits", "a1\\u06623"], "under re.ASCII \\d is 0-9 only"),
+]
+
+
+DATE_OPS = '''
+from datetime import date, datetime
+
+from pyspark.sql.functions import udf
+
+
+@udf("bigint")
+def date_ops(op: str, day: date, ts: datetime) -> int:
+    if op == "weekday":
+        return day.weekday()
+    if op == "iso":
+        return day.isoweekday()
+    if op == "ymd":
+        return day.year * 10000 + day.month * 100 + day.day
+    if op == "hms":
+        return ts.hour * 10000 + ts.minute * 100 + ts.second
+    if op == "stamp":
+        return ts.year * 10000 + ts.month * 100 + ts.day + ts.weekday() * 100000000
+    if op == "weekend":
+        return 1 if day.isoweekday() >= 6 else 0
+    if op == "given":
+        return 1 if day else 0
+    return None
+'''
+
+DATE_TRAPS = [
+    (["weekday", "2024-03-03", None], "a Sunday is 6 in Python (Spark's dayofweek says 1)"),
+    (["weekday", "0001-01-01", None], "the first day of the proleptic calendar is a Monday"),
+    (["iso", "2024-03-04", None], "isoweekday: a Monday is 1"),
+    (["ymd", "2024-02-29", None], "a leap day"),
+    (["ymd", "9999-12-31", None], "the last date"),
+    (["ymd", None, None], "day.year of None raises AttributeError"),
+    (["hms", None, "1969-12-31T23:59:59.999999"], "before the epoch, a microsecond from midnight"),
+    (["hms", None, "2024-02-29T00:00:00"], "midnight"),
+    (["stamp", None, "2024-12-31T23:59:59"], "a timestamp's date parts and weekday"),
+    (["weekend", "2024-03-02", None], "a Saturday"),
+    (["given", None, None], "a None date is falsy, any date truthy"),
+]
+
+
 def _decode(row):
     return [value.encode().decode("unicode_escape") if isinstance(value, str) and "\\" in value else value for value in row]
 
@@ -450,8 +592,8 @@ def anyio_backend():
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     ("job", "udf", "traps"),
-    [(FLOAT_OPS, "float_ops", FLOAT_TRAPS), (INT_OPS, "int_ops", INT_TRAPS), (STR_OPS, "str_ops", STR_TRAPS)],
-    ids=["float recipes", "int recipes", "str recipes"],
+    [(FLOAT_OPS, "float_ops", FLOAT_TRAPS), (INT_OPS, "int_ops", INT_TRAPS), (STR_OPS, "str_ops", STR_TRAPS), (REGEX_OPS, "regex_ops", REGEX_TRAPS), (DATE_OPS, "date_ops", DATE_TRAPS)],
+    ids=["float recipes", "int recipes", "str recipes", "regex recipes", "date recipes"],
 )
 async def test_each_recipe_family_drafts_equal_to_the_python_it_replaces_on_its_traps_and_hidden_rows(root, workers, job, udf, traps):
     (root.path / "jobs" / f"{udf}.py").write_text(job)

@@ -89,10 +89,10 @@ def test_types_come_from_hints_or_are_marked_as_guesses_and_reasons_are_init_wor
         assert said in by_name[name].reason, (name, by_name[name].reason)
     assert all(u.reason is None for u in result.udfs if u.convertible)
     # what draft_candidate would do, for each UDF init_workspace takes: draft it, or the construct it refuses and where
-    assert {u.name for u in result.udfs if u.draft == "drafts a sql candidate (draft_candidate)"} == {"to_cents", "is_return", "loyalty_tier", "price_band", "grid_cell"}
-    assert result.draftable == 5 and all(u.draft is None for u in result.udfs if not u.convertible)
+    assert {u.name for u in result.udfs if u.draft == "drafts a sql candidate (draft_candidate)"} == {"to_cents", "is_return", "loyalty_tier", "price_band", "grid_cell", "normalize_sku"}
+    assert result.draftable == 6 and all(u.draft is None for u in result.udfs if not u.convertible)
     assert by_name["sales_tax"].draft == "refused: the return type decimal(10,2) (line 9 of original/udf.py)"
-    assert by_name["normalize_sku"].draft.startswith("refused: the name `SKU_RE`, bound at line 6 to `re.compile(")
+    assert by_name["clean_name"].draft == "refused: the method `.join()` on str (line 7 of original/udf.py)"
 
 
 def test_call_sites_follow_imports_modules_and_sql_strings(scanned):

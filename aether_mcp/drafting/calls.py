@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from aether_mcp.drafting.expressions import INF, ULP_MATH, always_raises, as_float, as_int, number, raising
-from aether_mcp.drafting.module import undefined
+from aether_mcp.drafting.module import flag_names, undefined
+from aether_mcp.drafting.patterns import flags_of, java_pattern, java_replacement
 from aether_mcp.drafting.values import Guard, Refused, Value, constant
 
+REGEX_CALLS = {"sub", "match", "search", "fullmatch"}
 STR_METHODS = {"strip", "lstrip", "rstrip", "lower", "upper", "replace", "startswith", "endswith"}
 TRIM = {"strip": "F.trim", "lstrip": "F.ltrim", "rstrip": "F.rtrim"}
 MAX_INLINE_DEPTH = 8
@@ -28,6 +31,12 @@ class Calls:
                     raise Refused(f"`{ast.unparse(node)[:60]}`", node.lineno)
                 default = self.expr(node.args[1]) if len(node.args) == 2 else constant(None, node.lineno)
                 return self.lookup(table, self.expr(node.args[0]), default, node.lineno)
+            if isinstance(func.value, ast.Name) and func.value.id in self.module.patterns and func.value.id not in self.env:
+                compiled = self.module.patterns[func.value.id]
+                if node.keywords:
+                    raise Refused(f"`{ast.unparse(node)[:60]}` with keywords", node.lineno)
+                flags = flags_of(list(compiled.flags), node.lineno)
+                return self.regex_call(func.attr, compiled.pattern, flags, node.args, node, maybe_regex=compiled.maybe_regex)
             target = self.expr(func.value)
             if always_raises(target):
                 return target
@@ -195,6 +204,12 @@ class Calls:
     # --- str methods ---------------------------------------------------------------
 
     def method(self, name: str, target: Value, node: ast.Call) -> Value:
+        if target.kind in ("date", "datetime") and name in ("weekday", "isoweekday") and not node.args and not node.keywords:
+            target = self.need_object(target, name, node.lineno)
+            if target.kind == "datetime":
+                self.local_time(node.lineno)
+            code = f"F.weekday({target.code})" if name == "weekday" else f"(F.weekday({target.code}) + 1)"  # Monday is 0, as in Python
+            return Value(f"{code}.cast('long')", "int", False, target.guards)
         if target.kind != "str" or name not in STR_METHODS:
             raise Refused(f"the method `.{name}()` on {target.kind}", node.lineno)
         target = self.need(target, f".{name}()", node.lineno)
@@ -224,10 +239,67 @@ class Calls:
             raise Refused(f"`.{name}()` with start or end positions", node.lineno)
         return Value(f"{s}.{name}({args[0].const!r})", "bool", False, guards)
 
+    # --- regular expressions ----------------------------------------------------------
+
+    def regex_call(self, method: str, pattern: str, flags: int, args: list[ast.expr], node: ast.Call, *, maybe_regex: bool) -> Value:
+        """P.sub(repl, s), P.match(s), P.search(s), P.fullmatch(s): Java's engine on the pattern rewritten to mean the same.
+
+        A match is kept as a nullable boolean (true where Python has a Match, null where None): it can be
+        tested for truth or against None, and nothing else (its groups are not drafted).
+        """
+        line = node.lineno
+        if method not in REGEX_CALLS:
+            raise Refused(f"re's `{method}()`", line, "write it by hand, or pick the vectorized target")
+        if method == "sub":
+            if len(args) != 2:
+                raise Refused("re.sub with a count (only the pattern, a replacement and the string are drafted)", line)
+            replacement = self.expr(args[0])
+            if not (replacement.is_const and isinstance(replacement.const, str)):
+                raise Refused("re.sub with a replacement that is not a literal string", line)
+            java = java_pattern(pattern, flags, line, may_match_empty=False, class_escapes=not maybe_regex)
+            subject = self.regex_subject(args[1], method, line)
+            java = self.regex_note(method, java, line)
+            code = f"F.regexp_replace({subject.code}, F.lit({java!r}), F.lit({java_replacement(replacement.const, line)!r}))"
+            return Value(code, "str", False, replacement.guards + subject.guards)
+        if len(args) != 1:
+            raise Refused(f"re.{method} with pos or endpos", line)
+        java = java_pattern(pattern, flags, line, class_escapes=not maybe_regex)
+        java = {"match": f"\\A(?:{java})", "fullmatch": f"\\A(?:{java})\\z", "search": java}[method]
+        subject = self.regex_subject(args[0], method, line)
+        java = self.regex_note(method, java, line)
+        return Value(f"F.when({subject.code}.rlike({java!r}), F.lit(True))", "match", True, subject.guards)
+
+    def regex_note(self, method: str, java: str, line: int) -> str:
+        if re.search(r"\)\{\d+,\d*\}", java):
+            self.notes.add(f"re.{method}() (line {line}) repeats a group: on a string of many thousand characters Java's regex engine can overflow its stack where Python's does not")
+        return java
+
+    def regex_subject(self, node: ast.expr, method: str, line: int) -> Value:
+        subject = self.expr(node)
+        if subject.kind not in ("str", "none"):
+            raise Refused(f"re.{method}() of {subject.kind} (TypeError on every row)", line)
+        return self.need(subject, f"re.{method}() (expected string or bytes-like object)", line)
+
+    def re_module_call(self, function: str, node: ast.Call) -> Value:
+        """re.sub(r"...", repl, s), re.match(r"...", s) ... with a literal pattern and flags=re.X | ... spelled out."""
+        pattern = self.expr(node.args[0]) if node.args else None
+        if pattern is None or not (pattern.is_const and isinstance(pattern.const, str)):
+            raise Refused(f"re.{function}() with a pattern that is not a literal string", node.lineno)
+        flags: tuple[str, ...] = ()
+        for keyword in node.keywords:
+            names = flag_names(self.module, keyword.value) if keyword.arg == "flags" else None
+            if names is None:
+                raise Refused(f"re.{function}() with the keyword `{keyword.arg}` (only flags=re.NAME | ... is drafted)", node.lineno)
+            flags += names
+        module = node.func.value.id if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) else None
+        return self.regex_call(function, pattern.const, flags_of(list(flags), node.lineno), node.args[1:], node, maybe_regex=module in self.module.maybe_regex)
+
     # --- math --------------------------------------------------------------------------
 
     def library_call(self, named: str, node: ast.Call) -> Value:
         module, _, function = named.rpartition(".")
+        if module == "re":
+            return self.re_module_call(function, node)
         if module != "math":
             raise Refused(f"the call of `{named}`", node.lineno, "write it by hand, or pick the vectorized target")
         value = self.need(as_int(self.one_arg(node)), f"math.{function}()", node.lineno)

@@ -18,7 +18,10 @@ FOLD = {
 }  # fmt: skip
 INT_OPS = {ast.Add: "try_add", ast.Sub: "try_subtract", ast.Mult: "try_multiply"}
 ORDER = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
-TYPE_NAMES = {"int": "int", "float": "float", "str": "str", "bool": "bool", "none": "NoneType"}
+TYPE_NAMES = {"int": "int", "float": "float", "str": "str", "bool": "bool", "none": "NoneType", "match": "re.Match", "date": "datetime.date", "datetime": "datetime.datetime"}
+# What a date or a datetime argument offers: its parts, as Spark reads them from the same wall time.
+DATE_PARTS = {"year": "year", "month": "month", "day": "dayofmonth"}
+TIME_PARTS = {**DATE_PARTS, "hour": "hour", "minute": "minute", "second": "second"}
 # math functions Spark computes on the JVM a last bit away from C's libm on some inputs: drafted, with a deviation to declare.
 ULP_MATH = {"exp": "exp", "log10": "log10", "sin": "sin", "cos": "cos", "tan": "tan", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "expm1": "expm1", "log1p": "log1p"}
 INF = 'F.lit(float("inf"))'
@@ -91,6 +94,13 @@ class Expressions:
             return constant(getattr(math, node.attr), node.lineno)
         if isinstance(node.value, ast.Name) and node.value.id not in self.env and node.attr in self.module.namespaces.get(node.value.id, {}):
             return self.expr(self.module.namespaces[node.value.id][node.attr])  # settings.MIN_AGE: a constant of a job's module
+        target = self.expr(node.value)
+        parts = {"date": DATE_PARTS, "datetime": TIME_PARTS}.get(target.kind, {})
+        if node.attr in parts:
+            target = self.need_object(target, node.attr, node.lineno)
+            if target.kind == "datetime":
+                self.local_time(node.lineno)
+            return Value(f"F.{parts[node.attr]}({target.code}).cast('long')", "int", False, target.guards)
         raise Refused(f"the attribute `{ast.unparse(node)[:80]}`", node.lineno)
 
     # --- operators -----------------------------------------------------------
@@ -103,6 +113,22 @@ class Expressions:
             return value
         guard = Guard(f"{value.code}.isNull()", f"TypeError: {what} on None (line {line})", value.name)
         return Value(value.code, value.kind, False, (*value.guards, guard), name=value.name)
+
+    def need_object(self, value: Value, attribute: str, line: int) -> Value:
+        """The value where Python reads an attribute or calls a method of it: on None, AttributeError."""
+        message = f"AttributeError: 'NoneType' object has no attribute '{attribute}' (line {line})"
+        if value.kind == "none":
+            return Value("F.lit(None)", "none", True, (*value.guards, Guard("F.lit(True)", message)))
+        if not value.nullable:
+            return value
+        return Value(value.code, value.kind, False, (*value.guards, Guard(f"{value.code}.isNull()", message, value.name)), name=value.name)
+
+    def local_time(self, line: int) -> None:
+        self.notes.add(
+            f"a timestamp's parts (line {line}) are read in the session time zone: a row-at-a-time UDF sees the Python worker's zone (TZ), "
+            "which the judge sets to the session's; where the job's workers run in another zone, read them with "
+            "F.hour(F.convert_timezone(None, F.lit(worker_tz), ts)) (notes, section 17)"
+        )
 
     def _BinOp(self, node: ast.BinOp) -> Value:
         op = type(node.op)
@@ -198,7 +224,7 @@ class Expressions:
             return Value(f"F.lit({bool(value.const)})", "bool", False, value.guards)
         if value.kind == "none":  # a value that raises on every row reaching it
             return Value("F.lit(False)", "bool", False, value.guards)
-        test = {"bool": f"{value.code}", "int": f"({value.code} != 0)", "float": f"({value.code} != 0)", "str": f"(F.length({value.code}) > 0)"}[value.kind]
+        test = {"bool": f"{value.code}", "match": value.code, "date": f"{value.code}.isNotNull()", "datetime": f"{value.code}.isNotNull()", "int": f"({value.code} != 0)", "float": f"({value.code} != 0)", "str": f"(F.length({value.code}) > 0)"}[value.kind]
         code = f"F.coalesce({test}, F.lit(False))" if value.nullable else test
         return Value(code, "bool", False, value.guards)
 

@@ -36,6 +36,16 @@ class DecimalContext:
     rounding: str | None
 
 
+@dataclass(frozen=True)
+class CompiledPattern:
+    """NAME = re.compile("literal"[, flags]): the pattern and the flags' names."""
+
+    pattern: str
+    flags: tuple[str, ...]
+    line: int
+    maybe_regex: bool  # compiled by a name that may be the `regex` module
+
+
 @dataclass
 class Module:
     constants: dict[str, object] = field(default_factory=dict)
@@ -47,8 +57,10 @@ class Module:
     bound: set[str] = field(default_factory=set)  # every name the module binds at its top level
     other: dict[str, tuple[int, str]] = field(default_factory=dict)  # a name bound to something not literal: its line and source
     calls: dict[str, ast.Call] = field(default_factory=dict)  # a name bound to a call of a module-level function (a UDF factory)
+    patterns: dict[str, CompiledPattern] = field(default_factory=dict)
     namespaces: dict[str, dict[str, ast.expr]] = field(default_factory=dict)  # SimpleNamespace(NAME=...): what `module.NAME` reads
     opaque: bool = False  # a star import other than math's: any name may exist
+    maybe_regex: set[str] = field(default_factory=set)  # names that may be the `regex` module (try: import regex as re / except ImportError: import re)
 
 
 def read_module(tree: ast.Module) -> Module:
@@ -58,8 +70,13 @@ def read_module(tree: ast.Module) -> Module:
         for inner in ast.walk(node):
             if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store) or isinstance(inner, ast.Global):
                 module.bound.update(inner.names if isinstance(inner, ast.Global) else [inner.id])
+            if isinstance(inner, ast.Import | ast.ImportFrom):  # in a try: or an if: too
+                module.bound.update((a.asname or a.name).split(".")[0] for a in inner.names)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             module.bound.add(node.name)
+        if isinstance(node, ast.Try) and _guarded_imports(node):
+            module.imports.update(_guarded_imports(node))
+            module.maybe_regex.update(_guarded_imports(node))
         if isinstance(node, ast.Import | ast.ImportFrom):
             module.bound.update((a.asname or a.name).split(".")[0] for a in node.names)
             module.opaque |= isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names) and node.module != "math"
@@ -106,6 +123,7 @@ def read_module(tree: ast.Module) -> Module:
         module.constants.pop(name, None)
         module.tables.pop(name, None)
         module.decimals.pop(name, None)
+        module.patterns.pop(name, None)
     return module
 
 
@@ -114,7 +132,10 @@ def _read_binding(module: Module, name: str, value: ast.expr) -> None:
         literal = ast.literal_eval(value)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         decimal = _decimal_binding(module, value)
-        if decimal is not None:
+        compiled = _compiled_pattern(module, value)
+        if compiled is not None:
+            module.patterns[name] = compiled
+        elif decimal is not None:
             module.decimals[name] = decimal
         else:
             module.other[name] = (value.lineno, ast.unparse(value)[:60])
@@ -142,12 +163,64 @@ def _flat(value: object) -> bool:
     return kind_of(value) is not None or (isinstance(value, tuple) and all(kind_of(v) is not None for v in value))
 
 
+def _qualified(module: Module, node: ast.expr) -> str | None:
+    """What an imported name or `module.attr` names at module level: "decimal.Decimal", "re.compile", "re.ASCII"."""
+    if isinstance(node, ast.Name):
+        return module.imports.get(node.id)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in module.imports:
+        return f"{module.imports[node.value.id]}.{node.attr}"
+    return None
+
+
+def _guarded_imports(node: ast.Try) -> dict[str, str]:
+    """`try: import regex as re` / `except ImportError: import re`: `re`, whichever is taken.
+
+    Only that pair is read: the patterns a draft takes mean the same in both modules.
+    """
+    branches = [node.body, *(h.body for h in node.handlers)]
+    catches = all(isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError") for h in node.handlers)
+    if not node.handlers or node.orelse or node.finalbody or not catches or not all(isinstance(s, ast.Import) for b in branches for s in b):
+        return {}
+    bindings = [{a.asname or a.name: a.name for s in b for a in s.names} for b in branches]  # type: ignore[attr-defined]
+    names = set(bindings[0])
+    if any(set(b) != names for b in bindings) or not all(b[n] in ("re", "regex") for b in bindings for n in names):
+        return {}
+    return dict.fromkeys(names, "re")
+
+
+def flag_names(module: Module, node: ast.expr | None) -> tuple[str, ...] | None:
+    """re.ASCII | re.VERBOSE as ("ASCII", "VERBOSE"); None where the flags are not spelled so."""
+    if node is None:
+        return ()
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left, right = flag_names(module, node.left), flag_names(module, node.right)
+        return None if left is None or right is None else left + right
+    named = _qualified(module, node) or ""
+    return (named[3:],) if named.startswith("re.") and named.count(".") == 1 else None
+
+
+def _compiled_pattern(module: Module, value: ast.expr) -> CompiledPattern | None:
+    if not (isinstance(value, ast.Call) and _qualified(module, value.func) == "re.compile" and 1 <= len(value.args) <= 2):
+        return None
+    keywords = {k.arg: k.value for k in value.keywords}
+    if set(keywords) - {"flags"} or (len(value.args) == 2 and keywords):
+        return None
+    source = value.args[0]
+    pattern = source.value if isinstance(source, ast.Constant) else module.constants.get(source.id) if isinstance(source, ast.Name) else None
+    flags = flag_names(module, value.args[1] if len(value.args) == 2 else keywords.get("flags"))
+    if not isinstance(pattern, str) or flags is None:
+        return None
+    return CompiledPattern(pattern, flags, value.lineno, _module_name(value.func) in module.maybe_regex)
+
+
+def _module_name(func: ast.expr) -> str | None:
+    return func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else None
+
+
 def _decimal_binding(module: Module, value: ast.expr) -> DecimalConst | DecimalContext | None:
     if not isinstance(value, ast.Call):
         return None
-    called = module.imports.get(value.func.id) if isinstance(value.func, ast.Name) else None
-    if isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name):
-        called = f"{module.imports.get(value.func.value.id)}.{value.func.attr}"
+    called = _qualified(module, value.func)
     if called == "decimal.Decimal":
         return decimal_quantum(value)
     if called == "decimal.Context" and not value.args:
@@ -194,13 +267,15 @@ def _rounding_name(module: Module, node: ast.expr) -> str | None:
 
 def undefined(module: Module, name: str) -> bool:
     """A name Python would not find at all when the line runs (NameError), such as Python 2's `unicode`."""
-    known = module.constants.keys() | module.tables.keys() | module.decimals.keys() | module.functions.keys() | module.imports.keys()
+    known = module.constants.keys() | module.tables.keys() | module.decimals.keys() | module.functions.keys() | module.imports.keys() | module.patterns.keys()
     return not module.opaque and name not in known and name not in module.bound and not hasattr(builtins, name)
 
 
 def refuse_unknown_name(module: Module, name: str, line: int) -> Refused:
     if name in module.rebound:
         return Refused(f"the name `{name}`, which the module binds or changes more than once (its value when the UDF runs is not read here)", line)
+    if name in module.patterns:
+        return Refused(f"the compiled pattern `{name}` used other than by its .sub(), .match(), .search() or .fullmatch()", line)
     if name in module.other:
         where, source = module.other[name]
         return Refused(f"the name `{name}`, bound at line {where} to `{source}`, which is not a literal the translator can read", line)

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 # Python types a value can have, as the translator tracks them.
-KINDS = ("int", "float", "str", "bool", "none")
+KINDS = ("int", "float", "str", "bool", "none", "match", "date", "datetime")
 
 # Spark DDL types of arguments and results, and the Python type a UDF sees or returns for each.
 SPARK_KINDS = {
@@ -21,6 +21,7 @@ SPARK_KINDS = {
     "double": "float", "float": "float", "real": "float",
     "string": "str",
     "boolean": "bool",
+    "date": "date", "timestamp": "datetime",
 }  # fmt: skip
 
 
