@@ -63,7 +63,7 @@ def one(body: str, args: str = "x: float") -> str:
 REFUSALS = [
     ("for i in range(3):\n    x += i\nreturn x", "the loop `for i in range(3)`", 7),
     ("while x > 0:\n    x -= 1\nreturn x", "While", 7),
-    ("try:\n    return 1.0 / x\nexcept ZeroDivisionError:\n    return None", "Try", 7),
+    ("try:\n    return 1.0 / x\nexcept ZeroDivisionError as e:\n    return None", "without `as`, else or finally", 7),
     ("return x ** 0.5", "`**` other than an int to a literal power", 7),
     ("return x ** 2", "`**` other than an int to a literal power", 7),
     ("return math.atan2(x, 1.0)", "`math.atan2` called with other than one argument", 7),
@@ -121,6 +121,49 @@ def test_each_regex_construct_without_the_same_meaning_in_java_is_refused(expres
     with pytest.raises(Refused) as refused:
         draft(source, Signature("f", [("s", "string")], "string"))
     assert construct in refused.value.construct and refused.value.line == 12, (refused.value.construct, refused.value.line)
+
+
+PARSE_REFUSALS = [
+    ('return datetime.strptime(s, "%d %b %Y").day', "only %Y %m %d %H %M %S, each once"),
+    ("return datetime.strptime(s, s).day", "a format that is not a literal string"),
+    ('try:\n        return datetime.strptime(s, "%Y").year\n    except ValueError as e:\n        return 0', "without `as`, else or finally"),
+    ('try:\n        return datetime.strptime(s, "%Y").year\n    except Oops:\n        return 0', "only builtin exceptions"),
+    ('try:\n        y = datetime.strptime(s, "%Y").year\n    except ValueError:\n        return 0', "whose body does not end in a return or a raise"),
+    ('try:\n        return datetime.strptime(s, "%Y").year\n    except ValueError:\n        pass', "that does not end in a return or a raise"),
+    ('try:\n        raise Oops("no")\n    except ValueError:\n        return 0', "a `Oops` raised inside a try"),
+    ('return datetime.strptime(s, "%Y")', "a return of wall"),
+]
+
+
+@pytest.mark.parametrize(("body", "construct"), PARSE_REFUSALS, ids=[r[1][:30] for r in PARSE_REFUSALS])
+def test_each_date_parse_outside_the_subset_is_refused(body, construct):
+    source = f"from datetime import datetime\n\n\nclass Oops(ValueError):\n    pass\n\n\ndef f(s: str) -> int:\n    {body}\n"
+    with pytest.raises(Refused) as refused:
+        draft(source, Signature("f", [("s", "string")], "bigint" if "wall" not in construct else "timestamp"))
+    assert construct in refused.value.construct, refused.value.construct
+
+
+CLASS_SOURCES = {
+    "a namespace class": "class T:\n    A = 2\n    D = {'a': 1}\n\n    @staticmethod\n    def of(x):\n        return x * T.A + T.D.get('a', 0)\n\n    @classmethod\n    def twice(cls, x):\n        return cls.of(x) * cls.A\n",
+    "cls escapes": "class T:\n    A = 2\n\n    @classmethod\n    def twice(cls, x):\n        return cls\n",
+    "an instance method": "class T:\n    A = 2\n\n    def twice(self, x):\n        return x\n",
+    "an attribute another function changes": "class T:\n    A = 2\n\n\ndef g():\n    T.A = 3\n",
+    "a base class": "class B:\n    pass\n\n\nclass T(B):\n    A = 2\n",
+}
+
+
+@pytest.mark.parametrize("case", list(CLASS_SOURCES))
+def test_a_class_of_literals_and_static_or_class_methods_is_read_as_module_names_and_any_other_class_is_refused(case):
+    call = "T.twice(x) + T.A" if case in ("a namespace class", "cls escapes", "an instance method") else "T.A + x"
+    source = CLASS_SOURCES[case] + f"\n\ndef f(x: int) -> int:\n    return {call}\n"
+    signature = Signature("f", [("x", "bigint")], "bigint")
+    if case == "a namespace class":
+        text = draft(source, signature).text
+        assert "T__D = {'a': 1}" in text and "_lookup(F.lit('a'), T__D)" in text, text  # the class's table and methods, flattened and inlined
+        return
+    with pytest.raises(Refused) as refused:
+        draft(source, signature)
+    assert "the name `T`" in refused.value.construct and "more than literal attributes and static or class methods" in refused.value.construct
 
 
 def test_a_regex_is_rewritten_for_java_character_by_character():
@@ -580,6 +623,94 @@ DATE_TRAPS = [
 ]
 
 
+PARSE_OPS = '''
+from datetime import datetime
+
+from pyspark.sql.functions import udf
+
+STAMP = "%Y-%m-%d %H:%M:%S UTC"
+
+
+@udf("bigint")
+def parse_ops(op: str, s: str) -> int:
+    if op == "stamp":
+        t = datetime.strptime(s, STAMP)
+        return t.year * 10000000000 + t.month * 100000000 + t.day * 1000000 + t.hour * 10000 + t.minute * 100 + t.second
+    if op == "day":
+        try:
+            return datetime.strptime(s.strip(), "%d/%m/%Y").date().isoweekday()
+        except ValueError:
+            return -1
+    return None
+'''
+
+PARSE_TRAPS = [
+    (["stamp", "2024-02-29 23:59:59 UTC"], "a leap day"),
+    (["stamp", "2023-02-29 00:00:00 UTC"], "a day past the month's end raises ValueError"),
+    (["stamp", "2024-01-01 00:00:60 UTC"], "second 60 raises ValueError (the pattern takes it)"),
+    (["stamp", "0000-01-01 00:00:00 UTC"], "year 0 raises ValueError"),
+    (["stamp", "2024-1-2 3:4:5 UTC"], "one-digit fields"),
+    (["stamp", "2024-01- 5 00:00:00 UTC"], "%d takes a space and a digit"),
+    (["stamp", "2024-01-01\\t\\u3000 00:00:00   utc"], "a space in the format is any run of Unicode whitespace; the literal's case is ignored"),
+    (["stamp", "\\u0662\\u0660\\u0662\\u0664-01-01 00:00:00 UTC"], "Arabic-Indic digits in %Y"),
+    (["stamp", "\\U0001d7da\\U0001d7d8\\U0001d7da\\U0001d7dc-01-01 00:00:00 UTC"], "mathematical digits, outside the BMP"),
+    (["stamp", "2024-01-01 00:00:00 UTC "], "unconverted data remains: ValueError"),
+    (["stamp", None], "strptime of None raises TypeError"),
+    (["day", " 31/12/2024 "], "stripped, then parsed: a Tuesday"),
+    (["day", "31/04/2024"], "the ValueError is caught"),
+    (["day", None], "None.strip() raises AttributeError, which `except ValueError` lets through"),
+]
+
+
+TEXT_NUMBER_OPS = '''
+from pyspark.sql.functions import udf
+
+
+@udf("double")
+def text_numbers(op: str, s: str) -> float:
+    if op == "float":
+        return float(s)
+    if op == "int":
+        return float(int(s)) if len(s) < 19 else -1.0
+    if op == "field":
+        return float(s.split(":")[1])
+    if op == "last":
+        return float(len(s.split(",", 1)[-1]))
+    if op == "try":
+        try:
+            return float(int(s[:12]))
+        except ValueError:
+            return -2.0
+    return None
+'''
+
+TEXT_NUMBER_TRAPS = [
+    (["float", " 1_000.5e-3\\t"], "float(): whitespace around, an underscore between digits"),
+    (["float", "1.5d"], "Java's suffix: ValueError in Python"),
+    (["float", "0x10"], "a hex float: ValueError in Python"),
+    (["float", "-Infinity"], "infinity, spelled out"),
+    (["float", "+nan"], "a signed nan"),
+    (["float", "iNf"], "inf in any case"),
+    (["float", "\\u0661.\\u0665"], "Arabic-Indic digits"),
+    (["float", "1e500"], "overflow is inf, not an error"),
+    (["float", "5."], "a trailing point"),
+    (["float", "\\x1c1"], "\\x1c is whitespace to strip() but not to float()"),
+    (["float", None], "float(None) raises TypeError"),
+    (["int", "\\u3000-0_7 "], "int(): the ideographic space, a sign, an underscore"),
+    (["int", "1__0"], "two underscores: ValueError"),
+    (["int", "12.5"], "int('12.5') raises ValueError (Spark's non-ANSI cast gives 12)"),
+    (["int", ""], "int('') raises ValueError"),
+    (["int", "\\U0001d7da"], "a mathematical digit outside the BMP"),
+    (["field", "a:2.5:c"], "split(':')[1]"),
+    (["field", "a"], "an index past the parts raises IndexError"),
+    (["field", "a.b:x"], "a separator is literal, not a regex"),
+    (["field", None], "None.split raises AttributeError"),
+    (["last", "a,b,c"], "split(',', 1)[-1] keeps the rest whole"),
+    (["last", ""], "''.split(',') is ['']"),
+    (["try", "x1"], "the ValueError is caught"),
+]
+
+
 def _decode(row):
     return [value.encode().decode("unicode_escape") if isinstance(value, str) and "\\" in value else value for value in row]
 
@@ -592,8 +723,9 @@ def anyio_backend():
 @pytest.mark.anyio
 @pytest.mark.parametrize(
     ("job", "udf", "traps"),
-    [(FLOAT_OPS, "float_ops", FLOAT_TRAPS), (INT_OPS, "int_ops", INT_TRAPS), (STR_OPS, "str_ops", STR_TRAPS), (REGEX_OPS, "regex_ops", REGEX_TRAPS), (DATE_OPS, "date_ops", DATE_TRAPS)],
-    ids=["float recipes", "int recipes", "str recipes", "regex recipes", "date recipes"],
+    [(FLOAT_OPS, "float_ops", FLOAT_TRAPS), (INT_OPS, "int_ops", INT_TRAPS), (STR_OPS, "str_ops", STR_TRAPS), (REGEX_OPS, "regex_ops", REGEX_TRAPS), (DATE_OPS, "date_ops", DATE_TRAPS),
+     (PARSE_OPS, "parse_ops", PARSE_TRAPS), (TEXT_NUMBER_OPS, "text_numbers", TEXT_NUMBER_TRAPS)],
+    ids=["float recipes", "int recipes", "str recipes", "regex recipes", "date recipes", "strptime recipes", "text to number recipes"],
 )
 async def test_each_recipe_family_drafts_equal_to_the_python_it_replaces_on_its_traps_and_hidden_rows(root, workers, job, udf, traps):
     (root.path / "jobs" / f"{udf}.py").write_text(job)

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import _strptime  # type: ignore[import-not-found]
 import ast
 import re
 
 from aether_mcp.drafting.expressions import INF, ULP_MATH, always_raises, as_float, as_int, number, raising
 from aether_mcp.drafting.module import flag_names, undefined
 from aether_mcp.drafting.patterns import flags_of, java_pattern, java_replacement
+from aether_mcp.drafting.recipes import PY_WHITESPACE
 from aether_mcp.drafting.values import Guard, Refused, Value, constant
 
+# Python's int() and float() of a str, base 10 (Objects/longobject.c, Python/pystrtod.c): digits are any Unicode decimal digits.
+INT_GRAMMAR = r"[+-]?\d(?:_?\d)*"
+FLOAT_GRAMMAR = (
+    r"[+-]?(?:(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d(?:_?\d)*)?"
+    r"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?|[nN][aA][nN])"
+)
+NUMBER_SPACE = "[" + "".join(re.escape(c) for c in PY_WHITESPACE if c not in "\x1c\x1d\x1e\x1f") + "]"  # what int() strips: isspace() but \x1c-\x1f
 REGEX_CALLS = {"sub", "match", "search", "fullmatch"}
 STR_METHODS = {"strip", "lstrip", "rstrip", "lower", "upper", "replace", "startswith", "endswith"}
 TRIM = {"strip": "F.trim", "lstrip": "F.ltrim", "rstrip": "F.rtrim"}
@@ -158,7 +167,9 @@ class Calls:
         if value.kind == "float":
             code = self.in_long_range(value, f"({value.code}).cast('long')", "int()", node.lineno)
             return Value(code, "int", False, (*value.guards, *self.finite_guards(value, "int()", node.lineno)))
-        raise Refused("int() of a string (whitespace, underscores and non-ASCII digits differ: notes, section 5)", node.lineno)
+        if value.kind == "str":
+            return self.number_of_text(value, "int", node.lineno)
+        raise Refused(f"int() of {value.kind}", node.lineno)
 
     def _float(self, node: ast.Call) -> Value:
         money = self.money_round(node)
@@ -167,7 +178,33 @@ class Calls:
         value = self.need(self.one_arg(node), "float()", node.lineno)
         if number(value):
             return as_float(as_int(value))
-        raise Refused("float() of a string (Java accepts '1.5d' and other spellings: notes, section 5)", node.lineno)
+        if value.kind == "str":
+            return self.number_of_text(value, "float", node.lineno)
+        raise Refused(f"float() of {value.kind}", node.lineno)
+
+    def number_of_text(self, value: Value, kind: str, line: int) -> Value:
+        """int(s) or float(s) of a str: Python's grammar (any Unicode whitespace around, underscores between digits, any
+        Unicode decimal digits, and for float inf/infinity/nan in any case) matched first, then the cleaned text cast."""
+        self.use("PY_WHITESPACE")
+        self.use("PY_DIGITS")
+        grammar = INT_GRAMMAR if kind == "int" else FLOAT_GRAMMAR
+        java = java_pattern(f"{NUMBER_SPACE}*(?:{grammar}){NUMBER_SPACE}*", 0, line)
+        cleaned = f"F.translate(F.regexp_replace(F.trim({value.code}, F.lit(PY_WHITESPACE)), '_', ''), PY_DIGITS, PY_DIGITS_ASCII)"
+        if kind == "int":
+            self.notes.add(f"int() of a str (line {line}) is null in the draft past 64 bits, and Python raises past 4,300 digits")
+            code = f"{cleaned}.try_cast('long')"
+        else:
+            special = f"F.lower({cleaned})"
+            code = (
+                f"F.when({special}.rlike('^[+-]?nan$'), F.lit(float('nan')))"
+                f".when({special}.rlike('^[+]?inf(inity)?$'), F.lit(float('inf')))"
+                f".when({special}.rlike('^-inf(inity)?$'), F.lit(float('-inf')))"
+                f".otherwise({cleaned}.try_cast('double'))"
+            )
+        whole = "\\A(?:" + java + ")\\z"
+        bad = Guard(f"~F.coalesce({value.code}.rlike({whole!r}), F.lit(False))", f"ValueError: invalid literal for {kind}() (line {line})")
+        value = self.need(value, f"{kind}()", line)
+        return Value(code, kind, False, (*value.guards, bad))
 
     def _len(self, node: ast.Call) -> Value:
         value = self.need(self.one_arg(node), "len()", node.lineno)
@@ -204,7 +241,12 @@ class Calls:
     # --- str methods ---------------------------------------------------------------
 
     def method(self, name: str, target: Value, node: ast.Call) -> Value:
-        if target.kind in ("date", "datetime") and name in ("weekday", "isoweekday") and not node.args and not node.keywords:
+        if target.kind in ("datetime", "wall") and name == "date" and not node.args and not node.keywords:
+            target = self.need_object(target, name, node.lineno)
+            if target.kind == "datetime":
+                self.local_time(node.lineno)
+            return Value(f"F.to_date({target.code})", "date", False, target.guards)
+        if target.kind in ("date", "datetime", "wall") and name in ("weekday", "isoweekday") and not node.args and not node.keywords:
             target = self.need_object(target, name, node.lineno)
             if target.kind == "datetime":
                 self.local_time(node.lineno)
@@ -238,6 +280,28 @@ class Calls:
         if len(args) != 1:
             raise Refused(f"`.{name}()` with start or end positions", node.lineno)
         return Value(f"{s}.{name}({args[0].const!r})", "bool", False, guards)
+
+    def split_item(self, call: ast.Call, node: ast.Subscript) -> Value:
+        """s.split(sep)[i] and s.split(sep, n)[i] for a literal separator and index: Spark's split on the escaped separator."""
+        line = node.lineno
+        target = self.expr(call.func.value)  # type: ignore[attr-defined]
+        args = [self.expr(a) for a in call.args]
+        literal = [a.const for a in args if a.is_const]
+        if target.kind != "str" or call.keywords or not 1 <= len(args) <= 2 or len(literal) != len(args):
+            raise Refused(f"`{ast.unparse(node)[:60]}` (only s.split(sep)[i] or s.split(sep, n)[i] with literals is drafted)", line)
+        sep, maxsplit = literal[0], literal[1] if len(literal) == 2 else -1
+        if not isinstance(sep, str) or not sep or not isinstance(maxsplit, int) or isinstance(maxsplit, bool) or maxsplit < -1:
+            raise Refused(f"`{ast.unparse(call)[:60]}` with an empty or computed separator, or a maxsplit that is not an int", line)
+        if isinstance(node.slice, ast.Slice):
+            raise Refused("a slice of a split", line)
+        index = self.literal_int(node.slice, line)
+        if index is None:
+            raise Refused("an index that is not a literal int", line)
+        target = self.need_object(target, "split", line)
+        parts = f"F.split({target.code}, {java_pattern(re.escape(sep), 0, line)!r}, {-1 if maxsplit == -1 else maxsplit + 1})"  # Spark's limit is maxsplit + 1
+        out = f"F.coalesce(F.size({parts}) <= {index}, F.lit(False))" if index >= 0 else f"F.coalesce(F.size({parts}) < {-index}, F.lit(False))"
+        guard = Guard(out, f"IndexError: list index out of range (line {line})")
+        return Value(f"F.try_element_at({parts}, F.lit({index + 1 if index >= 0 else index}))", "str", False, (*target.guards, guard))
 
     # --- regular expressions ----------------------------------------------------------
 
@@ -294,12 +358,39 @@ class Calls:
         module = node.func.value.id if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) else None
         return self.regex_call(function, pattern.const, flags_of(list(flags), node.lineno), node.args[1:], node, maybe_regex=module in self.module.maybe_regex)
 
+    # --- dates ---------------------------------------------------------------------------
+
+    def strptime(self, node: ast.Call) -> Value:
+        """datetime.strptime(s, FORMAT): the regex Python builds for the format, matched by Java's engine as Python's would."""
+        line = node.lineno
+        if len(node.args) != 2 or node.keywords:
+            raise Refused("strptime() with other than two arguments", line)
+        text, form = self.expr(node.args[0]), self.expr(node.args[1])
+        if not (form.is_const and isinstance(form.const, str)):
+            raise Refused("strptime() with a format that is not a literal string", line)
+        directives = re.findall(r"%(.)", form.const)
+        if not set(directives) <= set("YmdHMS") or len(directives) != len(set(directives)):
+            raise Refused(f"strptime() with the format {form.const!r} (only %Y %m %d %H %M %S, each once, are drafted)", line)
+        regex = _strptime._TimeRE_cache.pattern(form.const)
+        groups = {name: index for name, index in re.compile(regex).groupindex.items()}
+        java = java_pattern(regex, re.IGNORECASE, line, fold_literals=True)
+        if text.kind not in ("str", "none"):
+            raise Refused(f"strptime() of {text.kind} (TypeError on every row)", line)
+        text = self.need(text, "strptime() (argument 1 must be str)", line)
+        self.use("PY_DIGITS")
+        self.use("_strptime")
+        parsed = self.bind(Value(f"_strptime({text.code}, {java!r}, {groups!r})", "wall", True), "parsed", f"{self.where(line)}: strptime(..., {form.const!r})")
+        failed = Guard(f"{parsed.code}.isNull()", f"ValueError: time data does not match format {form.const!r} (line {line})")
+        return Value(parsed.code, "wall", False, (*form.guards, *text.guards, failed))
+
     # --- math --------------------------------------------------------------------------
 
     def library_call(self, named: str, node: ast.Call) -> Value:
         module, _, function = named.rpartition(".")
         if module == "re":
             return self.re_module_call(function, node)
+        if named == "datetime.datetime.strptime":
+            return self.strptime(node)
         if module != "math":
             raise Refused(f"the call of `{named}`", node.lineno, "write it by hand, or pick the vectorized target")
         value = self.need(as_int(self.one_arg(node)), f"math.{function}()", node.lineno)

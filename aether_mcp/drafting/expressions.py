@@ -18,7 +18,7 @@ FOLD = {
 }  # fmt: skip
 INT_OPS = {ast.Add: "try_add", ast.Sub: "try_subtract", ast.Mult: "try_multiply"}
 ORDER = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
-TYPE_NAMES = {"int": "int", "float": "float", "str": "str", "bool": "bool", "none": "NoneType", "match": "re.Match", "date": "datetime.date", "datetime": "datetime.datetime"}
+TYPE_NAMES = {"int": "int", "float": "float", "str": "str", "bool": "bool", "none": "NoneType", "match": "re.Match", "date": "datetime.date", "datetime": "datetime.datetime", "wall": "datetime.datetime (parsed)"}
 # What a date or a datetime argument offers: its parts, as Spark reads them from the same wall time.
 DATE_PARTS = {"year": "year", "month": "month", "day": "dayofmonth"}
 TIME_PARTS = {**DATE_PARTS, "hour": "hour", "minute": "minute", "second": "second"}
@@ -95,7 +95,7 @@ class Expressions:
         if isinstance(node.value, ast.Name) and node.value.id not in self.env and node.attr in self.module.namespaces.get(node.value.id, {}):
             return self.expr(self.module.namespaces[node.value.id][node.attr])  # settings.MIN_AGE: a constant of a job's module
         target = self.expr(node.value)
-        parts = {"date": DATE_PARTS, "datetime": TIME_PARTS}.get(target.kind, {})
+        parts = {"date": DATE_PARTS, "datetime": TIME_PARTS, "wall": TIME_PARTS}.get(target.kind, {})
         if node.attr in parts:
             target = self.need_object(target, node.attr, node.lineno)
             if target.kind == "datetime":
@@ -224,7 +224,7 @@ class Expressions:
             return Value(f"F.lit({bool(value.const)})", "bool", False, value.guards)
         if value.kind == "none":  # a value that raises on every row reaching it
             return Value("F.lit(False)", "bool", False, value.guards)
-        test = {"bool": f"{value.code}", "match": value.code, "date": f"{value.code}.isNotNull()", "datetime": f"{value.code}.isNotNull()", "int": f"({value.code} != 0)", "float": f"({value.code} != 0)", "str": f"(F.length({value.code}) > 0)"}[value.kind]
+        test = {"bool": f"{value.code}", "match": value.code, "date": f"{value.code}.isNotNull()", "datetime": f"{value.code}.isNotNull()", "wall": f"{value.code}.isNotNull()", "int": f"({value.code} != 0)", "float": f"({value.code} != 0)", "str": f"(F.length({value.code}) > 0)"}[value.kind]
         code = f"F.coalesce({test}, F.lit(False))" if value.nullable else test
         return Value(code, "bool", False, value.guards)
 
@@ -417,6 +417,8 @@ class Expressions:
             if not table.is_dict:
                 raise Refused(f"indexing the sequence `{table.name}`", node.lineno)
             return self.lookup(table, self.expr(node.slice), None, node.lineno)
+        if isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "split":
+            return self.split_item(node.value, node)  # type: ignore[attr-defined]
         target = self.need(self.expr(node.value), "subscript", node.lineno)
         if target.kind != "str":
             raise Refused(f"subscript of {TYPE_NAMES[target.kind]}", node.lineno)

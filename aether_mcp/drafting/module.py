@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import math
 from dataclasses import dataclass, field
 
@@ -124,7 +125,82 @@ def read_module(tree: ast.Module) -> Module:
         module.tables.pop(name, None)
         module.decimals.pop(name, None)
         module.patterns.pop(name, None)
+    _read_classes(module, tree)
     return module
+
+
+def _read_classes(module: Module, tree: ast.Module) -> None:
+    """A class used as a namespace (literal class attributes, static and class methods, no bases): flattened into the module.
+
+    `Tier.LIMITS` and `cls.LIMITS` become the module-level literal `Tier__LIMITS`, `Tier.of(x)` a call of the
+    module-level helper `Tier__of`, so the rest of the translator reads them as it reads the module's own.
+    """
+    changed = {n.value.id for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store | ast.Del) and isinstance(n.value, ast.Name)}
+    classes: dict[str, dict[str, str]] = {}  # class -> attribute -> flat name
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef) or node.bases or node.keywords or node.decorator_list or node.name in module.rebound | changed:
+            continue
+        flat: dict[str, str] = {}
+        ok = True
+        for item in node.body:
+            if isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant):
+                continue
+            if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name):
+                flat[item.targets[0].id] = f"{node.name}__{item.targets[0].id}"
+            elif isinstance(item, ast.FunctionDef) and [ast.unparse(d) for d in item.decorator_list] in (["staticmethod"], ["classmethod"]):
+                flat[item.name] = f"{node.name}__{item.name}"
+            else:
+                ok = False
+        if ok and not set(flat.values()) & module.bound and all(_cls_only_read(item, flat) for item in node.body):
+            classes[node.name] = flat
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name not in classes:
+            module.other[node.name] = (node.lineno, f"class {node.name}, which is more than literal attributes and static or class methods")
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef) or node.name not in classes:
+            continue
+        for item in node.body:
+            if isinstance(item, ast.Assign):
+                _read_binding(module, classes[node.name][item.targets[0].id], item.value)  # type: ignore[attr-defined]
+            elif isinstance(item, ast.FunctionDef):
+                function = _Flatten(classes, node.name if ast.unparse(item.decorator_list[0]) == "classmethod" else None).visit(_copy(item))
+                function.decorator_list = []
+                function.name = classes[node.name][item.name]
+                if ast.unparse(item.decorator_list[0]) == "classmethod":
+                    function.args.args = function.args.args[1:]  # cls: every use of it is flattened above
+                module.functions[function.name] = function
+    if classes:
+        for name, function in list(module.functions.items()):
+            if "__" not in name or name.split("__")[0] not in classes:
+                module.functions[name] = _Flatten(classes, None).visit(_copy(function))
+
+
+def _cls_only_read(item: ast.stmt, flat: dict[str, str]) -> bool:
+    """A class method's first parameter is only ever read as `cls.NAME` of the class's own attributes."""
+    if not (isinstance(item, ast.FunctionDef) and ast.unparse(item.decorator_list[0]) == "classmethod"):
+        return True
+    if not item.args.args:
+        return False
+    cls = item.args.args[0].arg
+    attributes = [n for n in ast.walk(item) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == cls]
+    uses = [n for n in ast.walk(item) if isinstance(n, ast.Name) and n.id == cls]
+    return len(uses) == len(attributes) and all(a.attr in flat for a in attributes) and cls == "cls"
+
+
+class _Flatten(ast.NodeTransformer):
+    def __init__(self, classes: dict[str, dict[str, str]], cls: str | None) -> None:
+        self.classes, self.cls = classes, cls
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.expr:
+        if isinstance(node.value, ast.Name) and isinstance(node.ctx, ast.Load):
+            owner = self.cls if node.value.id == "cls" and self.cls else node.value.id
+            if owner in self.classes and node.attr in self.classes[owner]:
+                return ast.copy_location(ast.Name(id=self.classes[owner][node.attr], ctx=ast.Load()), node)
+        return self.generic_visit(node)
+
+
+def _copy(node: ast.FunctionDef) -> ast.FunctionDef:
+    return copy.deepcopy(node)
 
 
 def _read_binding(module: Module, name: str, value: ast.expr) -> None:

@@ -38,7 +38,7 @@ def flags_of(names: list[str], line: int) -> int:
     return value
 
 
-def java_pattern(pattern: str, flags: int, line: int, *, may_match_empty: bool = True, class_escapes: bool = True) -> str:
+def java_pattern(pattern: str, flags: int, line: int, *, may_match_empty: bool = True, class_escapes: bool = True, fold_literals: bool = False) -> str:
     """Java regex source that matches where `re.compile(pattern, flags)` matches, with the same groups; Refused otherwise."""
     try:
         parsed = sre_parse.parse(pattern, flags)
@@ -46,11 +46,12 @@ def java_pattern(pattern: str, flags: int, line: int, *, may_match_empty: bool =
         raise Refused(f"the pattern {pattern!r}, which Python refuses to compile ({exc})", line) from None
     final = parsed.state.flags
     for flag, name in REFUSED_FLAGS.items():
-        if final & flag:
+        if final & flag and not (flag == re.IGNORECASE and fold_literals):
             raise Refused(f"the pattern {pattern!r} under {name}", line)
     if not may_match_empty and parsed.getwidth()[0] == 0:
         raise Refused(f"re.sub with the pattern {pattern!r}, which can match the empty string (Python and Java place empty matches differently)", line)
     writer = _Writer(pattern, line, ascii=bool(final & re.ASCII), dotall=bool(final & re.DOTALL), class_escapes=class_escapes)
+    writer.fold = bool(final & re.IGNORECASE)  # only where asked for: each cased literal becomes the class of what it matches
     return writer.sequence(parsed)
 
 
@@ -64,6 +65,7 @@ def java_replacement(replacement: str, line: int) -> str:
 class _Writer:
     def __init__(self, pattern: str, line: int, *, ascii: bool, dotall: bool, class_escapes: bool) -> None:
         self.pattern, self.line, self.ascii, self.dotall, self.class_escapes = pattern, line, ascii, dotall, class_escapes
+        self.fold = False
 
     def refuse(self, what: str) -> Refused:
         return Refused(f"{what} in the pattern {self.pattern!r}", self.line, "write the match by hand, or pick the vectorized target")
@@ -73,8 +75,10 @@ class _Writer:
 
     def item(self, op, av) -> str:
         if op is sre.LITERAL:
-            return _char(av)
+            return self.literal(av)
         if op is sre.NOT_LITERAL:
+            if self.fold and _cased(av):
+                raise self.refuse("a negated cased character under IGNORECASE")
             return f"[^{_char(av)}]"
         if op is sre.ANY:
             return "[\\x{0}-\\x{10ffff}]" if self.dotall else "[^\\x{a}]"  # Java's `.` also stops at \r, \u0085, \u2028, \u2029
@@ -110,6 +114,11 @@ class _Writer:
             raise self.refuse("a back-reference")
         raise self.refuse(f"the construct {op}")
 
+    def literal(self, code: int) -> str:
+        if not (self.fold and _cased(code)):
+            return _char(code)
+        return "[" + "".join(_char(ord(c)) for c in _case_variants(chr(code))) + "]"
+
     def anchor(self, at) -> str:
         if at in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
             return "\\A"
@@ -132,8 +141,10 @@ class _Writer:
             if op is sre.NEGATE:
                 negate = True
             elif op is sre.LITERAL:
-                parts.append(_char(av))
+                parts.append(self.literal(av)[1:-1] if self.fold and _cased(av) else _char(av))
             elif op is sre.RANGE:
+                if self.fold and any(_cased(c) for c in range(av[0], av[1] + 1)):
+                    raise self.refuse("a range of cased characters under IGNORECASE")
                 parts.append(f"{_char(av[0])}-{_char(av[1])}")
             elif op is sre.CATEGORY:
                 spans = self.category(av)
@@ -189,3 +200,19 @@ def _spans(which: str) -> list[tuple[int, int]]:
             spans.append((start, code - 1))
             start = None
     return spans
+
+
+def _cased(code: int) -> bool:
+    c = chr(code)
+    return c.lower() != c or c.upper() != c or len(_case_variants(c)) > 1
+
+
+@cache
+def _case_variants(char: str) -> str:
+    """Every character Python's engine matches to `char` under IGNORECASE (Kelvin's K for k, long s for s ...)."""
+    return "".join(re.findall(re.escape(char), _every_character(), re.IGNORECASE))
+
+
+@cache
+def _every_character() -> str:
+    return "".join(map(chr, range(sys.maxunicode + 1)))

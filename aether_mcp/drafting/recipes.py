@@ -13,6 +13,10 @@ PY_WHITESPACE = (
     "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
 
+# Every decimal digit int() reads other than 0-9, and the ASCII digit each stands for.
+PY_DIGITS = "".join(chr(c) for c in range(128, 0x110000) if chr(c).isdecimal())
+PY_DIGITS_ASCII = "".join(str(int(c)) for c in PY_DIGITS)
+
 RECIPES: dict[str, str] = {
     "_col": '''
 def _col(c):
@@ -114,6 +118,36 @@ def _half_up(x, n):
     """
     r = F.round(x, n)
     return F.when(r == 0, F.lit(0.0) * F.signum(x)).otherwise(r)
+''',
+    "PY_DIGITS": f'''
+# Every decimal digit Python's int() reads other than 0-9, and the ASCII digit each stands for.
+PY_DIGITS = {PY_DIGITS!r}
+PY_DIGITS_ASCII = {PY_DIGITS_ASCII!r}
+''',
+    "_strptime": '''
+def _strptime(s, pattern, groups):
+    """datetime.strptime(s, format) for %Y %m %d %H %M %S and literal text: its wall time as a timestamp_ntz, null where Python raises ValueError.
+
+    `pattern` is the regex Python's _strptime builds for the format, rewritten for Java; `groups` gives each
+    directive's group. Python takes the first match its engine finds and raises where it does not span the
+    string; a field's digits may be any Unicode decimal digits; year 0, a day past the month's end and a
+    second of 60 or 61 raise.
+    """
+    anchored = "\\\\A(?:" + pattern + ")"
+    found = F.regexp_extract(s, anchored, 0)
+    matched = F.coalesce(s.rlike(anchored), F.lit(False)) & (F.length(found) == F.length(s))
+
+    def part(name, default):
+        if name not in groups:
+            return F.lit(default)
+        digits = F.translate(F.trim(F.regexp_extract(s, anchored, groups[name])), PY_DIGITS, PY_DIGITS_ASCII)
+        return F.when(matched, digits.try_cast("int"))
+
+    y, m, d = part("Y", 1900), part("m", 1), part("d", 1)
+    hh, mm, ss = part("H", 0), part("M", 0), part("S", 0)
+    last = F.dayofmonth(F.last_day(F.make_date(F.greatest(y, F.lit(1)), m, F.lit(1))))
+    valid = matched & (y >= 1) & (d <= last) & (ss <= 59)
+    return F.when(valid, F.make_timestamp_ntz(y, m, d, hh, mm, ss))
 ''',
     "_wrap_int": '''
 def _wrap_int(v):

@@ -10,6 +10,7 @@ way and inlined: its returns become one value, its raises guards of the call.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from dataclasses import dataclass, field
 
@@ -182,6 +183,8 @@ class Scope(Expressions, Calls):
             return self.if_statement(node, branches)
         if isinstance(node, ast.For):
             return self.unrolled(node, branches)
+        if isinstance(node, ast.Try):
+            return self.try_statement(node, branches)
         raise Refused(f"the statement `{source}` ({type(node).__name__})", node.lineno, "write it by hand, or pick the vectorized target")
 
     def unrolled(self, node: ast.For, branches: list[Branch]) -> bool:
@@ -203,6 +206,32 @@ class Scope(Expressions, Calls):
             if not self.block(node.body, branches):
                 return False
         return True
+
+    def try_statement(self, node: ast.Try, branches: list[Branch]) -> bool:
+        """try: ... except Name(s): ... where both sides return or raise: each raise the handler catches leads into the handler's branches."""
+        source = f"try: ... except {ast.unparse(node.handlers[0].type) if node.handlers and node.handlers[0].type else ''}"
+        if len(node.handlers) != 1 or node.orelse or node.finalbody or node.handlers[0].name or node.handlers[0].type is None:
+            raise Refused(f"the statement `{source}` (one `except Name:` or `except (A, B):` without `as`, else or finally is drafted)", node.lineno)
+        handler = node.handlers[0]
+        names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if not all(isinstance(n, ast.Name) and isinstance(getattr(builtins, n.id, None), type) and issubclass(getattr(builtins, n.id), Exception) for n in names):
+            raise Refused(f"the handler `except {ast.unparse(handler.type)}` (only builtin exceptions are drafted)", handler.lineno)
+        caught = tuple(getattr(builtins, n.id) for n in names)  # type: ignore[union-attr]
+        before, unbound_before = dict(self.env), set(self.unbound)
+        inner: list[Branch] = []
+        if self.block(node.body, inner):
+            raise Refused(f"the statement `{source}` whose body does not end in a return or a raise", node.lineno)
+        self.env = dict(before)  # the handler starts from what held before the try; what the body assigned is not known there
+        self.unbound = unbound_before | {n.id for s in node.body for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        handled: list[Branch] = []
+        if self.block(handler.body, handled):
+            raise Refused(f"the handler of `{source}` that does not end in a return or a raise", handler.lineno)
+        for branch in inner:
+            if branch.value is None and _caught(branch.message, caught, branch.line):
+                branches.extend(Branch(both(branch.condition, h.condition), h.value, h.message, h.line) for h in handled)
+            else:
+                branches.append(branch)
+        return False
 
     def exception_text(self, node: ast.Raise) -> str:
         exc = node.exc
@@ -265,6 +294,15 @@ class Scope(Expressions, Calls):
             branches.append(Branch("F.lit(True)", Value("F.lit(None)", "none", True, const=None, is_const=True), line=function.lineno))
         value, raised = chain(branches, inner, name.strip("_") or "helper")
         return Value(value.code, value.kind, value.nullable, guards + raised, value.const, value.is_const)
+
+
+def _caught(message: str, caught: tuple[type, ...], line: int) -> bool:
+    """Whether `except caught` catches the exception a guard names ("ValueError: ...")."""
+    name = message.split(":")[0].split(" ")[0]
+    raised = getattr(builtins, name, None)
+    if not (isinstance(raised, type) and issubclass(raised, BaseException)):  # decimal's InvalidOperation, a class of the module's own
+        raise Refused(f"a `{name}` raised inside a try (whether the handler catches it depends on its class)", line)
+    return issubclass(raised, caught)
 
 
 def chain(branches: list[Branch], scope: Scope, hint: str) -> tuple[Value, tuple[Guard, ...]]:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 # Python types a value can have, as the translator tracks them.
-KINDS = ("int", "float", "str", "bool", "none", "match", "date", "datetime")
+KINDS = ("int", "float", "str", "bool", "none", "match", "date", "datetime", "wall")  # wall: a naive datetime strptime parsed (a timestamp_ntz)
 
 # Spark DDL types of arguments and results, and the Python type a UDF sees or returns for each.
 SPARK_KINDS = {
