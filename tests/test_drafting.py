@@ -758,3 +758,50 @@ async def test_the_shipping_draft_is_proven_equal_and_passes_its_audit_through_t
         result = audit.structured_content
         assert not audit.is_error and result["verdict"] in ("PASS", "PASS (unconfined)"), (result["reasons"], result["findings"][:3])
         assert result["comparison"]["equal"] is True
+
+
+SHOP_JOB = '''from pyspark.sql.functions import udf
+
+
+@udf("double")
+def fee(weight: float) -> float:
+    if weight is None:
+        return None
+    return round(weight * 1.5, 2)
+
+
+@udf("bigint")
+def quarter_back(x: int) -> int:
+    return None if x is None else (x * 4) // 4
+
+
+@udf("string")
+def squash(s: str) -> str:
+    return None if s is None else " ".join(s.split())
+'''
+
+
+@pytest.mark.anyio
+async def test_a_project_is_drafted_and_judged_in_the_background_and_says_how_many_convert_proven_equal(root, workers):
+    (root.path / "shop").mkdir()
+    (root.path / "shop" / "job.py").write_text(SHOP_JOB)
+    async with Client(build_server(str(root.path), workers=workers)) as client:
+        started = await client.call_tool("start_run", {"tool": "draft_project", "arguments": {"path": "shop", "into": "shop_drafts", "hidden_rows": 500}})
+        run_id = started.structured_content["run_id"]
+        status = (await client.call_tool("run_status", {"run_id": run_id, "wait_s": 60})).structured_content
+        while status["status"] == "running":
+            status = (await client.call_tool("run_status", {"run_id": run_id, "wait_s": 60})).structured_content
+        assert status["status"] == "succeeded", status
+        result = status["result"]
+        # squash is convertible but refused by the translator (str.join): never drafted; the other two drafted and judged
+        assert (result["udfs_found"], result["convertible"], result["draftable"], result["proven_equal"]) == (3, 3, 2, 1), result
+        outcomes = {u["udf"]: u for u in result["udfs"]}
+        assert outcomes["fee"]["outcome"] == "equal" and outcomes["fee"]["workspace"].endswith("/shop_drafts/fee"), outcomes["fee"]
+        # (x * 4) // 4 is exact in Python; past 2**61 the draft's 64-bit product is null: the judge finds it, nothing is hidden
+        assert outcomes["quarter_back"]["outcome"] == "differs" and "mismatch" in outcomes["quarter_back"]["detail"], outcomes["quarter_back"]
+        assert result["summary"].startswith("1 of 3 convertible UDFs convert automatically, proven equal by byte_compare")
+        assert (root.path / "shop_drafts" / "fee" / "candidate" / "draft.py").is_file()
+        again = (await client.call_tool("draft_project", {"path": "shop", "into": "shop_drafts", "hidden_rows": 500})).structured_content
+        assert {u["outcome"] for u in again["udfs"]} == {"skipped"} and again["proven_equal"] == 0  # the workspaces made are never overwritten
+        outside = await client.call_tool("draft_project", {"path": "shop", "into": "../elsewhere"})
+        assert outside.is_error and "'..'" in outside.content[0].text

@@ -28,6 +28,7 @@ TOOL_ORDER = [
     "freeze_tests",
     "unfreeze_tests",
     "draft_candidate",
+    "draft_project",
     "byte_compare",
     "audit_candidate",
     "record_deviation",

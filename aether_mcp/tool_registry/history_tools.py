@@ -22,7 +22,7 @@ from aether_mcp.tools import (
 
 # the tools start_run takes: those that run tests, Spark or generated data and can take minutes
 BACKGROUND_TOOLS = (
-    "scan_project", "record_cases", "run_tests", "coverage_report", "mutation_score", "suggest_inputs", "audit_tests", "byte_compare", "audit_candidate",
+    "scan_project", "draft_project", "record_cases", "run_tests", "coverage_report", "mutation_score", "suggest_inputs", "audit_tests", "byte_compare", "audit_candidate",
     "generate_data", "run_benchmark", "validate_on_data", "tune_arrow_batch", "micro_benchmark", "nsys_profile", "try_optimization",
 )
 
@@ -86,8 +86,8 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         title="Start a long tool call in the background",
         annotations=tool_annotations(read_only=False, open_world=True),
         description=(
-            f"For work longer than a host waits for (benchmarks at 1M rows, optimization steps, audits): starts `tool` "
-            f"({', '.join(BACKGROUND_TOOLS)}) with `arguments` exactly as a direct call takes them (checked now) and returns "
+            f"For work longer than a host waits for: starts `tool` ({', '.join(BACKGROUND_TOOLS)}) with `arguments` as a direct "
+            "call takes them (checked now) and returns "
             "a run_id at once. Then run_status(run_id, wait_s) for progress and, when it ends, the tool's result; "
             "cancel_run(run_id) stops it and its processes. Runs end with the server process."
         ),

@@ -17,6 +17,7 @@ from aether_mcp.tools import (
     cheat_audit,
     deviation_records,
     drafting,
+    project_drafts,
 )
 
 
@@ -39,12 +40,29 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         return drafting.draft_candidate(sandbox, workspace, target, name)
 
     @server.tool(
+        name="draft_project",
+        title="Draft and judge every draftable UDF of a project",
+        annotations=tool_annotations(read_only=False),
+        description=(
+            "Each UDF under `path` that scan_project finds draftable: a workspace under `into`, draft_candidate, byte_compare. "
+            "Returns each outcome and how many convert automatically, proven equal. Long: use start_run."
+        ),
+    )
+    async def draft_project(
+        ctx: Context,
+        path: Annotated[str, Field(description="folder under the server root")] = ".",
+        into: Annotated[str, Field(description="folder for the workspaces")] = "aether_workspaces/drafts",
+        hidden_rows: Annotated[int, Field(ge=0, le=200_000)] = 2_000,
+    ) -> project_drafts.DraftProjectResult:
+        return await in_thread(ctx, partial(project_drafts.draft_project, sandbox, pool, path, into, hidden_rows))
+
+    @server.tool(
         name="byte_compare",
         title="Prove a candidate equal to the original as Spark runs it",
         annotations=tool_annotations(read_only=True, idempotent=False),
         description=(
-            "Constraints: `candidate` names candidate/<name>.py. Runs the original (reference worker) and the candidate (confined "
-            "candidate worker, batch shape drawn per call) on every case, an edge corpus of the argument types, and hidden rows from a "
+            "Constraints: `candidate` names candidate/<name>.py. Runs the original and the candidate (confined, batch shape drawn "
+            "per call) on every case, an edge corpus of the argument types, and hidden rows from a "
             "fresh secret seed around the original's constants and literals; compares every output in the server exactly (null only "
             "null, NaN only NaN, -0.0 is not 0.0, floats bit for bit, types must match). Returns `equal`, per-source counts, the first "
             "mismatches (hidden ones shrunk), what the original raised on, the policy, `backend`, `simulated` (a kernel under the "
@@ -71,8 +89,8 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
             "imports off the allow-list), watched runs in the confined candidate worker (tripwire original, audit-hook events, Python "
             "steps at 1,000 vs 20,000 rows, the sql plan, outputs compared, nothing left running) and a fresh byte_compare. "
             "Returns `verdict` PASS, PASS (unconfined) or FAIL with `reasons`, up to 50 `findings` (blocking first; all in result_path), "
-            "the comparison summary, the backend and `confinement`. On the GPU backend, device counters showing no kernel or "
-            "mid-run host copies are blocking. Reports progress; cancelling stops it."
+            "the comparison summary, the backend and `confinement`. On the GPU, no kernel seen or mid-run host copies block. "
+            "Cancellable."
         ),
     )
     async def audit_candidate(
@@ -93,8 +111,8 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
             "equal), `applies_to` (a predicate over the argument names, e.g. \"amount is not None and amount < 0\": comparisons, "
             "and/or/not, arithmetic, abs/len/min/max/round/isnan/isinf and string methods such as strip/lower), or both (the "
             "tolerance on those rows only); `applies_to` alone puts those rows out of scope. `returns_where_original_raises`: "
-            "where the original raises, the candidate may return a value. Relaxes comparisons exactly as declared; every later "
-            "result lists it. Returns the candidate's deviations."
+            "where the original raises, the candidate may return a value. Relaxes comparisons exactly as declared; later "
+            "results list it."
         ),
     )
     def record_deviation(

@@ -49,7 +49,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
             "Constraints: `target` is 'original' or 'candidate:<name>'; needs tests/test_*.py; killed after `timeout_s` "
             "(default aether.toml's, 300 s). Runs pytest in a sandboxed process with the fixture `udf_under_test(rows)` bound to "
             "the target, evaluating rows through a real SparkSession. Returns counts, each test's outcome with a capped message, "
-            "the log's path and the backend (`simulated` for a kernel on CPU). Reports progress; cancellable."
+            "the log's path and the backend (`simulated` for a kernel on CPU). Cancellable."
         ),
     )
     async def run_tests(

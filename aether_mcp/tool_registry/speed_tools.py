@@ -51,12 +51,11 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         annotations=tool_annotations(read_only=True, idempotent=False, open_world=True),
         description=(
             "Constraints: the candidate must pass byte_compare on 2000 hidden rows first; kernel candidates need the GPU backend. "
-            "Generates (or reuses) data as generate_data does (`spec`), then a separate Spark application (`master`, else "
-            "aether.toml's [benchmark] master, else local[*]) reads the Parquet, applies each mode and writes every column to the "
-            "noop sink, modes interleaved in a fresh order each round. Returns per-mode median/min/max/cv/rows_per_s, failed modes, "
-            "speedup (median of per-round ratios) with a 95% bootstrap speedup_ci (rounds added until within +/- precision or "
-            "time_budget_s; rounds_ended_by), overhead_eliminated, backend, gpu_verified, environment and artifacts {json, chart}. "
-            "Reports progress; cancelling stops it."
+            "Data as generate_data makes it (`spec`); a separate Spark application (`master`, else [benchmark] master, else "
+            "local[*]) applies each mode, every column to the noop sink, modes shuffled each round. Returns per-mode "
+            "median/min/max/cv/rows_per_s, failed modes, speedup (median of per-round ratios) with a 95% bootstrap speedup_ci "
+            "(rounds until within precision or time_budget_s), overhead_eliminated, backend, gpu_verified, environment, artifacts. "
+            "Cancellable."
         ),
     )
     async def run_benchmark(
@@ -67,11 +66,11 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         repeats: Annotated[int, Field(ge=1, le=50, description="recorded runs per mode")] = 5,
         warmup: Annotated[int, Field(ge=0, le=10, description="unrecorded rounds first")] = 1,
         modes: Annotated[list[Literal["floor", "original", "original_arrow", "candidate"]] | None, Field(description="default all")] = None,
-        master: Annotated[str | None, Field(description="Spark master URL, e.g. spark://host:7077 (remote: audit_candidate must have passed the current bytes here); default aether.toml's [benchmark] master, else local[*]")] = None,
+        master: Annotated[str | None, Field(description="Spark master URL (remote: only after an audit_candidate PASS of the current bytes); default [benchmark] master, else local[*]")] = None,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
         backend: BackendArg = None,
         precision: Annotated[float, Field(gt=0, le=1, description="target half-width of the speedup's 95% interval, as a share of the speedup")] = benchmarking.DEFAULT_PRECISION,
-        time_budget_s: Annotated[float | None, Field(ge=0, le=3600, description="most seconds of extra rounds; default as long again as the first rounds took, at most 60")] = None,
+        time_budget_s: Annotated[float | None, Field(ge=0, le=3600, description="most seconds of extra rounds; default the first rounds' time, at most 60")] = None,
     ) -> benchmarking.RunBenchmarkResult:
         return await in_thread(
             ctx, partial(benchmarking.run_benchmark, sandbox, pool, workspace, candidate, rows, repeats, warmup, modes, master, spec, backend=backend, precision=precision, time_budget_s=time_budget_s)
@@ -85,7 +84,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
             "Constraints: not for aggregations; data: Parquet, CSV, JSON or ORC inside the root, or a URI the master reads. "
             "Three Spark applications on `master`: the original over the data's argument columns (`columns`, in argument order, "
             "cast to the declared types), the candidate confined over the same numbered rows, then a comparison in Spark "
-            "(null-safe, NaN only NaN, -0.0 apart, floats exact or within recorded ULPs, nested values, raises matched). Returns "
+            "as byte_compare compares (recorded ULPs, raises matched). Returns "
             "verdict, rows_compared, counts by mismatch kind, rows the original raised on, 20 mismatching rows, each side's seconds."
         ),
     )
@@ -96,7 +95,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         ctx: Context,
         columns: Annotated[list[str] | None, Field(description="the data's column for each argument, in order")] = None,
         format: Annotated[Literal["parquet", "csv", "json", "orc"] | None, Field(description="default from the file names")] = None,
-        master: Annotated[str | None, Field(description="Spark master URL, e.g. spark://host:7077 (remote: audit_candidate must have passed the current bytes here); default aether.toml's [benchmark] master, else local[*]")] = None,
+        master: Annotated[str | None, Field(description="Spark master URL (remote: only after an audit_candidate PASS of the current bytes); default [benchmark] master, else local[*]")] = None,
         limit: Annotated[int | None, Field(ge=1, le=10_000_000_000, description="compare at most this many rows")] = None,
     ) -> data_validation.ValidateOnDataResult:
         return await in_thread(ctx, lambda cancel, progress: data_validation.validate_on_data(sandbox, workspace, candidate, data, columns, format, master, limit, progress=progress, cancel=cancel))
@@ -109,7 +108,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
             "Constraints: a vectorized (on a GPU, kernel) candidate that passes byte_compare on 2000 hidden rows; 1 to 12 values "
             "of spark.sql.execution.arrow.maxRecordsPerBatch (default 1000 to 500000). Times the candidate (and a pandas UDF "
             "original) at each size in the benchmark's application, interleaved, with the Python workers' peak memory. Returns "
-            "the points, the fastest size, the setting to use, and artifacts {json, chart}. Reports progress; cancellable."
+            "the points, the fastest size, the setting to use, and artifacts {json, chart}. Cancellable."
         ),
     )
     async def tune_arrow_batch(
@@ -138,7 +137,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         workspace: WorkspaceArg,
         candidate: CandidateArg,
         ctx: Context,
-        rows: Annotated[int | None, Field(ge=1, le=50_000_000, description="rows of generated data; default 100000, or 200000 for a sql candidate (so its own cost shows above a Spark job's fixed cost)")] = None,
+        rows: Annotated[int | None, Field(ge=1, le=50_000_000, description="rows of generated data; default 100000, 200000 for a sql candidate")] = None,
         repeats: Annotated[int, Field(ge=1, le=50, description="timed calls of each")] = 5,
         spec: Annotated[dict[str, dict[str, Any]] | None, Field(description="data recipe per argument, as in generate_data")] = None,
         backend: BackendArg = None,
@@ -172,11 +171,10 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         annotations=tool_annotations(read_only=False, destructive=True, idempotent=False, open_world=True),
         description=(
             "Constraints: the tests must be frozen; `label` says what changed. The first call records the candidate as the "
-            "best (after an audit_candidate PASS). Each later call snapshots the files, runs audit_candidate, then times the "
-            "candidate against the best in one interleaved Spark run; accepted only if clean, equal and faster with the whole "
-            "95% interval above 1 + min_gain. Otherwise candidate/ files are restored byte for byte to the best (the attempt "
-            "stays in its snapshot). Returns accepted, reverted, reason, speedup and interval vs the best, advice (stop after "
-            "10 steps or 3 rejections in a row); appends to .aether/journal.jsonl. Reports progress."
+            "best (after an audit_candidate PASS). Each later call snapshots, audits, then times the candidate against the best "
+            "in one interleaved Spark run; kept only if clean, equal and faster with the whole 95% interval above 1 + min_gain, "
+            "else candidate/ is restored to the best (the attempt stays in its snapshot). Returns accepted, reverted, reason, "
+            "speedup and interval, advice (stop after 10 steps or 3 rejections in a row); appends to .aether/journal.jsonl."
         ),
     )
     async def try_optimization(

@@ -48,8 +48,8 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
             "Arguments passed only as literals keep those values in generated rows unless named in `whole_domain`. `workspace` "
             "(default aether_workspaces/<udf>) must be new or empty.\n"
             "Extracts the UDF with the imports, constants and helpers it uses into original/udf.py (protected), freezes "
-            "aether.toml, adds tests/ and candidate/ templates, takes snapshot 0. The extracted UDF first runs on 200 generated "
-            "rows in a child: a failing import or a lost name is refused, nothing created. Returns the path, signature and `notes`."
+            "aether.toml, adds tests/ and candidate/ templates, takes snapshot 0. It first runs on 200 generated rows in a "
+            "child: a failing import or lost name is refused. Returns the path, signature and `notes`."
         ),
     )
     def init_workspace(
@@ -59,12 +59,12 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         workspace: Annotated[str | None, Field(description="folder for the new workspace, inside the root")] = None,
         return_type: Annotated[str | None, Field(description="override the return type (Spark DDL), when the source's cannot be read")] = None,
         benchmark_master: Annotated[
-            str | None, Field(description="Spark master for run_benchmark and tune_arrow_batch, e.g. spark://host:7077, frozen as [benchmark] master; default local[*]")
+            str | None, Field(description="Spark master for the benchmarks, frozen as [benchmark] master; default local[*]")
         ] = None,
         backend: Annotated[
-            Literal["auto", "cpu", "gpu"], Field(description="where vectorized/kernel candidates run unless a call says otherwise, frozen as [backend] use; auto: the GPU where one can run them")
+            Literal["auto", "cpu", "gpu"], Field(description="where vectorized/kernel candidates run by default, frozen as [backend] use; auto: a GPU if one can run them")
         ] = "auto",
-        whole_domain: Annotated[list[str] | None, Field(description="arguments the job passes only as literals to draw over their whole type anyway, frozen in aether.toml")] = None,
+        whole_domain: Annotated[list[str] | None, Field(description="arguments the job passes only as literals, drawn over their whole type anyway")] = None,
     ) -> workspaces.InitWorkspaceResult:
         return workspaces.init_workspace(
             sandbox, source, udf, arg_types=arg_types, workspace=workspace, return_type=return_type, benchmark_master=benchmark_master, backend=backend,
