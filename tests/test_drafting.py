@@ -805,3 +805,9 @@ async def test_a_project_is_drafted_and_judged_in_the_background_and_says_how_ma
         assert {u["outcome"] for u in again["udfs"]} == {"skipped"} and again["proven_equal"] == 0  # the workspaces made are never overwritten
         outside = await client.call_tool("draft_project", {"path": "shop", "into": "../elsewhere"})
         assert outside.is_error and "'..'" in outside.content[0].text
+        # the refusal as draft_candidate gives it through the client: the construct, its line, what to do, nothing written
+        ws = (await client.call_tool("init_workspace", {"source": "shop/job.py", "udf": "squash"})).structured_content["workspace"]
+        refused = (await client.call_tool("draft_candidate", {"workspace": ws})).structured_content
+        assert refused["drafted"] is False and refused["path"] is None, refused
+        assert "`.join()`" in refused["refused"]["outside_subset"] and refused["refused"]["line"] > 0 and refused["refused"]["what_to_do"]
+        assert not (Path(ws) / "candidate" / "draft.py").exists()

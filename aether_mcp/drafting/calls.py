@@ -373,13 +373,18 @@ class Calls:
             raise Refused(f"strptime() with the format {form.const!r} (only %Y %m %d %H %M %S, each once, are drafted)", line)
         regex = _strptime._TimeRE_cache.pattern(form.const)
         groups = {name: index for name, index in re.compile(regex).groupindex.items()}
+        if not form.const:
+            raise Refused("strptime() with an empty format", line)
         java = java_pattern(regex, re.IGNORECASE, line, fold_literals=True)
+        ascii_java = java_pattern(regex, re.IGNORECASE, line, fold_literals=True, ascii_text=True)
         if text.kind not in ("str", "none"):
             raise Refused(f"strptime() of {text.kind} (TypeError on every row)", line)
         text = self.need(text, "strptime() (argument 1 must be str)", line)
         self.use("PY_DIGITS")
+        self.use("_strptime_fields")
         self.use("_strptime")
-        parsed = self.bind(Value(f"_strptime({text.code}, {java!r}, {groups!r})", "wall", True), "parsed", f"{self.where(line)}: strptime(..., {form.const!r})")
+        fields = self.bind(Value(f"_strptime_fields({text.code}, {java!r}, {ascii_java!r}, {groups!r})", "str", True), "fields", f"{self.where(line)}: strptime(..., {form.const!r})")
+        parsed = self.bind(Value(f"_strptime({fields.code})", "wall", True), "parsed")
         failed = Guard(f"{parsed.code}.isNull()", f"ValueError: time data does not match format {form.const!r} (line {line})")
         return Value(parsed.code, "wall", False, (*form.guards, *text.guards, failed))
 

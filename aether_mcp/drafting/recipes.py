@@ -124,29 +124,38 @@ def _half_up(x, n):
 PY_DIGITS = {PY_DIGITS!r}
 PY_DIGITS_ASCII = {PY_DIGITS_ASCII!r}
 ''',
-    "_strptime": '''
-def _strptime(s, pattern, groups):
-    """datetime.strptime(s, format) for %Y %m %d %H %M %S and literal text: its wall time as a timestamp_ntz, null where Python raises ValueError.
+    "_strptime_fields": '''
+def _strptime_fields(s, pattern, ascii_pattern, groups):
+    """The fields datetime.strptime(s, format) reads, as "Y,m,d,H,M,S" in ASCII digits; null where the format's regex does not match all of s.
 
-    `pattern` is the regex Python's _strptime builds for the format, rewritten for Java; `groups` gives each
-    directive's group. Python takes the first match its engine finds and raises where it does not span the
-    string; a field's digits may be any Unicode decimal digits; year 0, a day past the month's end and a
-    second of 60 or 61 raise.
+    `pattern` is the regex Python's _strptime builds for the format, rewritten for Java; `ascii_pattern` the same for
+    ASCII text (each class's ASCII members), taken where s is ASCII; `groups` gives each directive's group. Python takes
+    the first match its engine finds and raises where it does not span the string; a field's digits may be any Unicode
+    decimal digits. One regexp_replace writes the fields and leaves what follows the match: "Y,m,d,H,M,S;rest".
     """
-    anchored = "\\\\A(?:" + pattern + ")"
-    found = F.regexp_extract(s, anchored, 0)
-    matched = F.coalesce(s.rlike(anchored), F.lit(False)) & (F.length(found) == F.length(s))
+    fields = ",".join(f"${groups[name]}" if name in groups else "" for name in "YmdHMS") + ";"
 
-    def part(name, default):
-        if name not in groups:
-            return F.lit(default)
-        digits = F.translate(F.trim(F.regexp_extract(s, anchored, groups[name])), PY_DIGITS, PY_DIGITS_ASCII)
-        return F.when(matched, digits.try_cast("int"))
+    def scan(p):
+        anchored = "\\\\A(?:" + p + ")"
+        return F.when(s.rlike(anchored), F.regexp_replace(s, anchored, fields))
 
-    y, m, d = part("Y", 1900), part("m", 1), part("d", 1)
-    hh, mm, ss = part("H", 0), part("M", 0), part("S", 0)
+    out = F.when(F.length(s) == F.octet_length(s), scan(ascii_pattern)).otherwise(scan(pattern))
+    head = F.substring_index(out, ";", 1)  # the fields hold digits and spaces only
+    return F.when(F.length(out) == F.length(head) + 1, F.translate(head, PY_DIGITS, PY_DIGITS_ASCII))
+''',
+    "_strptime": '''
+def _strptime(fields):
+    """The wall time _strptime_fields' fields give, as a timestamp_ntz; null where Python raises ValueError (no match, year 0,
+    a day past the month's end, a second of 60 or 61). A field the format lacks is Python's default (1900-01-01 00:00:00)."""
+    parts = F.split(fields, ",", -1)
+
+    def part(index, default):
+        value = F.trim(F.try_element_at(parts, F.lit(index + 1)))
+        return F.when(value == "", F.lit(default)).otherwise(value.try_cast("int"))
+
+    y, m, d, hh, mm, ss = (part(i, v) for i, v in enumerate((1900, 1, 1, 0, 0, 0)))
     last = F.dayofmonth(F.last_day(F.make_date(F.greatest(y, F.lit(1)), m, F.lit(1))))
-    valid = matched & (y >= 1) & (d <= last) & (ss <= 59)
+    valid = (y >= 1) & (d <= last) & (ss <= 59)
     return F.when(valid, F.make_timestamp_ntz(y, m, d, hh, mm, ss))
 ''',
     "_wrap_int": '''
