@@ -15,6 +15,7 @@ from mcp import Client
 from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp.drafting import Refused, Signature, draft
+from aether_mcp.drafting.patterns import java_pattern
 from aether_mcp.judge.cheat_rules import check_candidate
 from aether_mcp.server import build_server
 from aether_mcp.tools import workspaces
@@ -101,6 +102,7 @@ REGEX_REFUSALS = [
     ('re.sub(r"(?i:a)", "b", s)', "a group with its own flags"),
     ('re.sub(r"[^\\Wx]", "", s)', "a negated class escape"),
     ('re.sub(r"a*", "-", s)', "can match the empty string"),
+    ('re.search(r"x*\\B", s, flags=re.A)', "\\B in the pattern"),
     ('re.sub(r"a", "\\\\1", s)', "a re.sub replacement with a backslash"),
     ('re.sub(r"a", "b", s, 1)', "re.sub with a count"),
     ('re.sub(s, "", "x")', "a pattern that is not a literal string"),
@@ -171,6 +173,11 @@ def test_a_regex_is_rewritten_for_java_character_by_character():
     text = draft(source, Signature("f", [("s", "string")], "boolean")).text
     # '$' and ',' as code points (no Java metacharacter slips through), '.' as not-\n, '$' as Python's end
     assert "rlike('[\\\\x{24}\\\\x{2c}]{1,}[^\\\\x{a}](?=\\\\x{a}?\\\\z)')" in text, text
+    # case folding, where strptime asks for it: under re.ASCII only ASCII letters fold (not to the Kelvin sign); on ASCII
+    # text a letter with no ASCII variant is a class nothing is in (never an empty class, which Java cannot compile)
+    assert java_pattern("k", re.IGNORECASE | re.ASCII, 1, fold_literals=True) == "[Kk]"
+    assert java_pattern("k", re.IGNORECASE, 1, fold_literals=True) == "[Kk\\x{212a}]"
+    assert java_pattern("\u00e9x", re.IGNORECASE, 1, fold_literals=True, ascii_text=True) == "[^\\x{0}-\\x{10ffff}][Xx]"
 
 
 def test_each_value_is_a_step_computed_once_so_a_long_chain_stays_linear():

@@ -25,6 +25,7 @@ FLAG_NAMES = {"I": "IGNORECASE", "IGNORECASE": "IGNORECASE", "M": "MULTILINE", "
               "X": "VERBOSE", "VERBOSE": "VERBOSE", "A": "ASCII", "ASCII": "ASCII", "U": "UNICODE", "UNICODE": "UNICODE", "L": "LOCALE", "LOCALE": "LOCALE"}  # fmt: skip
 REFUSED_FLAGS = {re.IGNORECASE: "IGNORECASE (Python folds case by its own Unicode tables, Java by others)", re.MULTILINE: "MULTILINE", re.LOCALE: "LOCALE"}
 ASCII_WORD = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
+NOTHING = "[^\\x{0}-\\x{10ffff}]"  # a class no character is in
 MAX_COUNT = 1000  # a repeat count above it is refused (Java unrolls nothing, but such a pattern is rarely what a UDF means)
 
 
@@ -52,6 +53,9 @@ def java_pattern(
     for flag, name in REFUSED_FLAGS.items():
         if final & flag and not (flag == re.IGNORECASE and fold_literals):
             raise Refused(f"the pattern {pattern!r} under {name}", line)
+    if parsed.getwidth()[0] == 0 and re.search(r"\\B", pattern):
+        # Java's find() tries the middle of a surrogate pair, where \B holds, and Python 3.11's \B never matches ''
+        raise Refused(f"\\B in the pattern {pattern!r}, which can match the empty string", line)
     if not may_match_empty and parsed.getwidth()[0] == 0:
         raise Refused(f"re.sub with the pattern {pattern!r}, which can match the empty string (Python and Java place empty matches differently)", line)
     writer = _Writer(pattern, line, ascii=bool(final & re.ASCII), dotall=bool(final & re.DOTALL), class_escapes=class_escapes)
@@ -123,7 +127,11 @@ class _Writer:
     def literal(self, code: int) -> str:
         if not (self.fold and _cased(code)):
             return _char(code)
-        return "[" + "".join(_char(ord(c)) for c in _case_variants(chr(code)) if c.isascii() or not self.ascii_text) + "]"
+        char = chr(code)
+        # under re.ASCII only ASCII letters fold, and only to each other; on ASCII text only ASCII variants can occur
+        variants = ({char.lower(), char.upper()} if char.isascii() else {char}) if self.ascii else set(_case_variants(char))
+        kept = sorted(c for c in variants if c.isascii() or not self.ascii_text)
+        return "[" + "".join(_char(ord(c)) for c in kept) + "]" if kept else NOTHING  # no ASCII character matches it
 
     def anchor(self, at) -> str:
         if at in (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING):
@@ -147,7 +155,8 @@ class _Writer:
             if op is sre.NEGATE:
                 negate = True
             elif op is sre.LITERAL:
-                parts.append(self.literal(av)[1:-1] if self.fold and _cased(av) else _char(av))
+                folded = self.literal(av)
+                parts.append("" if folded == NOTHING else folded[1:-1] if folded.startswith("[") else folded)
             elif op is sre.RANGE:
                 if self.fold and any(_cased(c) for c in range(av[0], av[1] + 1)):
                     raise self.refuse("a range of cased characters under IGNORECASE")
