@@ -785,6 +785,11 @@ def quarter_back(x: int) -> int:
 @udf("string")
 def squash(s: str) -> str:
     return None if s is None else " ".join(s.split())
+
+
+@udf("string")
+def nothing(s: str) -> str:
+    return None
 '''
 
 
@@ -793,7 +798,7 @@ async def test_a_project_is_drafted_and_judged_in_the_background_and_says_how_ma
     (root.path / "shop").mkdir()
     (root.path / "shop" / "job.py").write_text(SHOP_JOB)
     async with Client(build_server(str(root.path), workers=workers)) as client:
-        started = await client.call_tool("start_run", {"tool": "draft_project", "arguments": {"path": "shop", "into": "shop_drafts", "hidden_rows": 500}})
+        started = await client.call_tool("start_run", {"tool": "draft_project", "arguments": {"path": "shop", "into": "shop_drafts", "hidden_rows": 1000}})
         run_id = started.structured_content["run_id"]
         status = (await client.call_tool("run_status", {"run_id": run_id, "wait_s": 60})).structured_content
         while status["status"] == "running":
@@ -801,17 +806,21 @@ async def test_a_project_is_drafted_and_judged_in_the_background_and_says_how_ma
         assert status["status"] == "succeeded", status
         result = status["result"]
         # squash is convertible but refused by the translator (str.join): never drafted; the other two drafted and judged
-        assert (result["udfs_found"], result["convertible"], result["draftable"], result["proven_equal"]) == (3, 3, 2, 1), result
+        assert (result["udfs_found"], result["convertible"], result["draftable"], result["proven_equal"]) == (4, 4, 3, 1), result
         outcomes = {u["udf"]: u for u in result["udfs"]}
         assert outcomes["fee"]["outcome"] == "equal" and outcomes["fee"]["workspace"].endswith("/shop_drafts/fee"), outcomes["fee"]
         # (x * 4) // 4 is exact in Python; past 2**61 the draft's 64-bit product is null: the judge finds it, nothing is hidden
         assert outcomes["quarter_back"]["outcome"] == "differs" and "mismatch" in outcomes["quarter_back"]["detail"], outcomes["quarter_back"]
-        assert result["summary"].startswith("1 of 3 convertible UDFs convert automatically, proven equal by byte_compare")
+        # a draft of a UDF that returns nothing is "equal" on no evidence: it is never counted as proven
+        assert outcomes["nothing"]["outcome"] == "unproven" and "evidence" in outcomes["nothing"]["detail"], outcomes["nothing"]
+        assert result["summary"].startswith("1 of 4 convertible UDFs convert automatically, proven equal by byte_compare")
         assert (root.path / "shop_drafts" / "fee" / "candidate" / "draft.py").is_file()
-        again = (await client.call_tool("draft_project", {"path": "shop", "into": "shop_drafts", "hidden_rows": 500})).structured_content
+        again = (await client.call_tool("draft_project", {"path": "shop", "into": "shop_drafts", "hidden_rows": 1000})).structured_content
         assert {u["outcome"] for u in again["udfs"]} == {"skipped"} and again["proven_equal"] == 0  # the workspaces made are never overwritten
         outside = await client.call_tool("draft_project", {"path": "shop", "into": "../elsewhere"})
         assert outside.is_error and "'..'" in outside.content[0].text
+        thin = await client.call_tool("draft_project", {"path": "shop", "hidden_rows": 999})  # "proven equal" is never said on fewer rows
+        assert thin.is_error and "hidden_rows" in thin.content[0].text and not (root.path / "aether_workspaces").exists()
         # the refusal as draft_candidate gives it through the client: the construct, its line, what to do, nothing written
         ws = (await client.call_tool("init_workspace", {"source": "shop/job.py", "udf": "squash"})).structured_content["workspace"]
         refused = (await client.call_tool("draft_candidate", {"workspace": ws})).structured_content

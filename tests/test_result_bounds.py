@@ -173,7 +173,7 @@ async def test_no_message_is_over_80k_bytes_on_a_workspace_with_1500_files_1000_
         await call("report", workspace=ws)
         await call("apply_conversion", workspace=ws, candidate="tidy_sql")
         await call("scan_project")
-        projected = await call("draft_project", path="jobs", into="drafts", hidden_rows=200)
+        projected = await call("draft_project", path="jobs", into="drafts", hidden_rows=1000)
         assert projected["udfs_found"] == 1 and len(projected["udfs"]) == projected["draftable"]
     called = set(sizes) - {"resources", "diff (refused)"}
     tools = {tool.name for tool in (await _tools(tmp_path, workers))}

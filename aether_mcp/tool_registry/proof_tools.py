@@ -52,7 +52,7 @@ def register(server: MCPServer, sandbox: SandboxRoot, pool: WorkerPool, runs: ba
         ctx: Context,
         path: Annotated[str, Field(description="folder under the server root")] = ".",
         into: Annotated[str, Field(description="folder for the workspaces")] = "aether_workspaces/drafts",
-        hidden_rows: Annotated[int, Field(ge=0, le=200_000)] = 2_000,
+        hidden_rows: Annotated[int, Field(ge=1_000, le=200_000)] = 2_000,
     ) -> project_drafts.DraftProjectResult:
         return await in_thread(ctx, partial(project_drafts.draft_project, sandbox, pool, path, into, hidden_rows))
 

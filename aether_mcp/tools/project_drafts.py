@@ -24,6 +24,7 @@ from aether_mcp.tools import byte_compare, drafting, project_scan, workspaces
 
 MAX_UDFS = 40  # drafted and judged in one call; the rest are named in `left_out`
 MAX_LEFT_OUT = 20
+MIN_HIDDEN_ROWS = 1_000  # the default [compare] min_compared_rows: "proven equal" is never said on fewer
 
 
 class ProjectDraft(BaseModel):
@@ -31,9 +32,10 @@ class ProjectDraft(BaseModel):
     file: str
     line: int
     workspace: str | None = Field(description="the workspace made for it, or None where none was made")
-    outcome: Literal["equal", "differs", "refused", "skipped", "failed"] = Field(
-        description="equal: byte_compare proved the draft equal; differs: it found a mismatch; refused: the translator refused it; "
-        "skipped: its workspace folder was taken; failed: a step raised (see detail)"
+    outcome: Literal["equal", "differs", "unproven", "refused", "skipped", "failed"] = Field(
+        description="equal: byte_compare proved the draft equal; differs: it found a mismatch; unproven: too little evidence for a verdict "
+        "(the original returned a value on too few hidden rows); refused: the translator refused it; skipped: its workspace folder "
+        "was taken; failed: a step raised (see detail)"
     )
     detail: str
 
@@ -61,6 +63,8 @@ def draft_project(
     progress: Progress | None = None,
 ) -> DraftProjectResult:
     started = time.monotonic()
+    if hidden_rows < MIN_HIDDEN_ROWS:
+        raise ToolError(f"hidden_rows {hidden_rows}: a project's drafts are proven on at least {MIN_HIDDEN_ROWS} hidden rows each; pass {MIN_HIDDEN_ROWS} or more.")
     into = root.relative(root.resolve(into, what="into"))  # refused before anything is made when it leads outside the root
     report = progress or (lambda done, total, message: None)
     report(0, None, f"scanning {path}")
@@ -77,7 +81,7 @@ def draft_project(
             raise ToolError(f"draft_project was cancelled after {index} of {len(taken)} UDFs; the workspaces made so far stay under {into}.")
         report(index, len(taken), f"{udf.name} ({udf.file}:{udf.line}): workspace, draft, byte_compare")
         folder = _folder_name(udf.name, udf.line, names)
-        results.append(_one(root, workers, udf, f"{into.rstrip('/')}/{folder}", hidden_rows, cancel))
+        results.append(_one(root, workers, udf, f"{into}/{folder}" if into else folder, hidden_rows, cancel))
     equal = sum(r.outcome == "equal" for r in results)
     report(len(taken), len(taken), "done")
     convertible = sum(u.convertible for u in found)
@@ -127,6 +131,8 @@ def _one(root: SandboxRoot, workers: WorkerPool, udf: project_scan.ScannedUdf, w
         return ProjectDraft(**where, workspace=workspace if target.exists() else None, outcome="failed", detail=str(exc)[:300])
     if compared.equal:
         return ProjectDraft(**where, workspace=made.workspace, outcome="equal", detail=f"byte_compare: equal on {compared.rows_compared} rows")
+    if compared.equal is None:
+        return ProjectDraft(**where, workspace=made.workspace, outcome="unproven", detail=f"byte_compare: no verdict: {compared.evidence.note or 'too little evidence'}"[:300])
     first = compared.mismatches[0] if compared.mismatches else None
     shown = f"first mismatch: args {first.args}, expected {first.expected}, got {first.actual}" if first else (compared.error or "not equal")
     return ProjectDraft(**where, workspace=made.workspace, outcome="differs", detail=f"byte_compare: {str(shown)[:300]}")
