@@ -748,7 +748,13 @@ async def test_each_recipe_family_drafts_equal_to_the_python_it_replaces_on_its_
         assert not compared.is_error, compared.content[0].text
         tests = next(s for s in result["sources"] if s["source"] == "tests")
         assert tests["rows"] == len(traps) and tests["mismatched"] == 0, [(m["args"], m["expected"], m["actual"]) for m in result["mismatches"]]
-        assert result["equal"] is True and result["rows_compared"] >= 1500, [(m["args"], m["expected"], m["actual"]) for m in result["mismatches"]]
+        assert result["equal"] is True, [(m["args"], m["expected"], m["actual"]) for m in result["mismatches"]]
+        # every one of the 1,500 hidden rows was judged; the original raises on some (random text is rarely a
+        # number), so the rows it returned on vary with the seed, and equal needs the evidence floor (1,000)
+        evidence = result["evidence"]
+        assert evidence["hidden_rows_generated"] >= 1500 and evidence["enough"] is True, evidence
+        assert evidence["hidden_rows_compared"] >= evidence["required_hidden_rows"] == 1000, evidence
+        assert evidence["hidden_rows_compared"] + evidence["hidden_rows_original_raised"] == evidence["hidden_rows_generated"], evidence
         assert result["original_raised"]["count"] > 0 and result["original_raised"]["candidate_returned"] == 0
 
 
