@@ -302,9 +302,9 @@ BATCHES = textwrap.dedent(
     import pyarrow as pa
     from aether_mcp.confined import arrow_batches
 
-    path = sys.argv[1]
+    path, size = sys.argv[1], int(sys.argv[2])
     mapper = arrow_batches.make_mapper(open(path).read(), "digest", path, "evaluate", pa.int64())
-    batches = [pa.RecordBatch.from_arrays([pa.array(range(start, start + 8), pa.int64())] * 2, names=["id", "n"]) for start in (0, 8)]
+    batches = [pa.RecordBatch.from_arrays([pa.array(range(start, start + size), pa.int64())] * 2, names=["id", "n"]) for start in (0, size)]
     out = [batch.to_pydict() for batch in mapper(iter(batches))]
     calls = next(iter(arrow_batches._LOADED.values())).CALLS
     print(json.dumps({"outputs": [b[arrow_batches.OUTPUT] for b in out], "errors": [b[arrow_batches.ERROR] for b in out], "calls": calls}))
@@ -312,12 +312,12 @@ BATCHES = textwrap.dedent(
 )
 
 
-def _two_batches(tmp_path, checks: str) -> dict:
-    """Rows 0-7 and 8-15 in two Arrow batches through a candidate that records each call's length, runs `checks`, and
-    returns n * 2: the outputs, the errors and the calls' lengths."""
+def _two_batches(tmp_path, checks: str, size: int = 8) -> dict:
+    """Rows 0-7 and 8-15 (or of another `size`) in two Arrow batches through a candidate that records each call's
+    length, runs `checks`, and returns n * 2: the outputs, the errors and the calls' lengths."""
     path = tmp_path / "candidate.py"
     path.write_text("CALLS = []\n\n\ndef evaluate(n):\n    CALLS.append(len(n))\n" + textwrap.indent(textwrap.dedent(checks), "    ") + "    return n * 2\n")
-    completed = subprocess.run([sys.executable, "-c", BATCHES, str(path)], capture_output=True, text=True, timeout=120)
+    completed = subprocess.run([sys.executable, "-c", BATCHES, str(path), str(size)], capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr[-2000:]
     return json.loads(completed.stdout)
 
@@ -341,6 +341,27 @@ def test_a_batch_the_watch_refuses_reports_the_refusal_on_every_row_without_a_ca
     assert report["outputs"][1] == [None] * 8
     # the first batch halved down to its raising row, then the 7 others together; the refused batch: one call
     assert report["calls"] == [8, 4, 2, 2, 1, 1, 4, 7, 8]
+
+
+def test_where_many_rows_raise_alone_each_row_is_tried_once_instead_of_halving_down_to_it(tmp_path):
+    # A third of the rows raise alone (a UDF that refuses non-positive weights, on drawn weights): halving down to
+    # each of them calls the candidate about 1.5 times per row. Once the rows resolved so far show that density,
+    # each row of a failing part is tried once. Which rows raise, and the outputs of the others, are as halving finds.
+    report = _two_batches(
+        tmp_path,
+        """
+        if (n % 3 == 0).any():
+            raise ValueError("a multiple of three")
+        """,
+        size=1_000,
+    )
+    for start, (outputs, errors) in zip((0, 1_000), zip(report["outputs"], report["errors"])):
+        rows = range(start, start + 1_000)
+        assert errors == [("ValueError: a multiple of three" if n % 3 == 0 else None) for n in rows]
+        assert outputs == [(None if n % 3 == 0 else n * 2) for n in rows]
+    # each batch: the whole, halves until the density shows (a few dozen calls), one call per row, the rest together
+    assert len(report["calls"]) < 2 * (1_000 + 60), len(report["calls"])
+    assert report["calls"].count(666) == 1 and report["calls"].count(667) == 1  # the 2 x 666/667 rows that return, together
 
 
 def test_rows_that_return_alone_but_fail_together_fail_as_the_jobs_batch_would(tmp_path):
