@@ -302,22 +302,29 @@ BATCHES = textwrap.dedent(
     import pyarrow as pa
     from aether_mcp.confined import arrow_batches
 
-    path, size = sys.argv[1], int(sys.argv[2])
-    mapper = arrow_batches.make_mapper(open(path).read(), "digest", path, "evaluate", pa.int64())
+    path, size, audit = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "audit"
+    if audit:
+        from aether_mcp.confined import watch
+        watch.install()
+    mapper = arrow_batches.make_mapper(open(path).read(), "digest", path, "evaluate", pa.int64(), audit=audit)
     batches = [pa.RecordBatch.from_arrays([pa.array(range(start, start + size), pa.int64())] * 2, names=["id", "n"]) for start in (0, size)]
     out = [batch.to_pydict() for batch in mapper(iter(batches))]
-    calls = next(iter(arrow_batches._LOADED.values())).CALLS
-    print(json.dumps({"outputs": [b[arrow_batches.OUTPUT] for b in out], "errors": [b[arrow_batches.ERROR] for b in out], "calls": calls}))
+    module = next(iter(arrow_batches._LOADED.values()))
+    calls, traced = module.CALLS, getattr(module, "TRACED", None)
+    steps = [json.loads(b[arrow_batches.AUDIT][0]) for b in out] if audit else None
+    print(json.dumps({"outputs": [b[arrow_batches.OUTPUT] for b in out], "errors": [b[arrow_batches.ERROR] for b in out], "calls": calls, "traced": traced, "audit": steps}))
     """
 )
 
 
-def _two_batches(tmp_path, checks: str, size: int = 8) -> dict:
+def _two_batches(tmp_path, checks: str, size: int = 8, audit: bool = False) -> dict:
     """Rows 0-7 and 8-15 (or of another `size`) in two Arrow batches through a candidate that records each call's
-    length, runs `checks`, and returns n * 2: the outputs, the errors and the calls' lengths."""
+    length, runs `checks`, and returns n * 2: the outputs, the errors, the calls' lengths and (`audit`) each batch's
+    audit report."""
+    tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "candidate.py"
     path.write_text("CALLS = []\n\n\ndef evaluate(n):\n    CALLS.append(len(n))\n" + textwrap.indent(textwrap.dedent(checks), "    ") + "    return n * 2\n")
-    completed = subprocess.run([sys.executable, "-c", BATCHES, str(path), str(size)], capture_output=True, text=True, timeout=120)
+    completed = subprocess.run([sys.executable, "-c", BATCHES, str(path), str(size), "audit" if audit else "run"], capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr[-2000:]
     return json.loads(completed.stdout)
 
@@ -362,6 +369,27 @@ def test_where_many_rows_raise_alone_each_row_is_tried_once_instead_of_halving_d
     # each batch: the whole, halves until the density shows (a few dozen calls), one call per row, the rest together
     assert len(report["calls"]) < 2 * (1_000 + 60), len(report["calls"])
     assert report["calls"].count(666) == 1 and report["calls"].count(667) == 1  # the 2 x 666/667 rows that return, together
+
+
+def test_under_audit_the_isolations_calls_run_uncounted_and_the_count_comes_from_one_call_over_the_rows_that_return(tmp_path):
+    # Under audit, steps are counted to see Python work grow with the rows. Isolating raising rows calls the candidate
+    # about once a row by design, so those calls are not counted, and they run without the step counter (which makes
+    # each call several times slower): the batch's whole call and the one call over the rows that return are counted.
+    checks = """
+    import sys
+    TRACED.append(sys.gettrace() is not None)
+    if (n % 3 == 0).any():
+        raise ValueError("three")
+    """
+    report = _two_batches(tmp_path, "TRACED = globals().setdefault('TRACED', [])\n" + textwrap.dedent(checks), size=1_000, audit=True)
+    traced = report["traced"]
+    assert len(traced) == len(report["calls"]) > 2_000
+    # per batch: the whole batch (counted), the isolation (not), then the rows that return (counted)
+    first, second = report["calls"].index(1_000), report["calls"].index(1_000, 1)
+    assert traced[first] and traced[second] and traced[second - 1] and traced[-1], traced[:3]
+    assert not any(traced[first + 1 : second - 1]) and not any(traced[second + 1 : -1])
+    assert [length for length, on in zip(report["calls"], traced) if on] == [1_000, 666, 1_000, 667]
+    assert [audit["rows"] for audit in report["audit"]] == [666, 667] and report["audit"][0]["calls"] == report["audit"][1]["calls"] > 0
 
 
 def test_rows_that_return_alone_but_fail_together_fail_as_the_jobs_batch_would(tmp_path):

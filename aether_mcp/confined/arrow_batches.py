@@ -115,11 +115,15 @@ def make_mapper(
             before = watch.checksum(series)
             state = watch.module_state(module)
             with watch.Watch(kernels, module) as watched:
-                outputs, errors = _evaluate_batch(evaluate, series, return_type)
+                # When the whole batch's call raises, the isolation calls the candidate about once a row by design:
+                # those calls are never counted (the count then comes from one call over the rows that return,
+                # below), so they run without the step counter, several times faster. Threads, children, module
+                # state and the audit hook are still watched across them.
+                outputs, errors = _evaluate_batch(evaluate, series, return_type, on_failure=watched.stop_counting)
             changed = _changed_state(state, watch.module_state(module))
             counted, rows = watched, batch.num_rows
             if errors.null_count < batch.num_rows:
-                # Rows that raise were isolated by bisection, which calls the candidate many times;
+                # Rows that raise were isolated by splitting, which calls the candidate many times;
                 # Python work per row is counted on one call over the rows that succeed.
                 ok = errors.is_null().to_numpy(zero_copy_only=False)
                 clean = [s[ok].reset_index(drop=True) for s in series]
@@ -289,7 +293,7 @@ def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataT
         return pa.concat_arrays([outputs for outputs, _ in done]), pa.concat_arrays([errors for _, errors in done])
 
 
-def _evaluate_batch(evaluate, series: list[pd.Series], return_type: pa.DataType) -> tuple[pa.Array, pa.Array]:
+def _evaluate_batch(evaluate, series: list[pd.Series], return_type: pa.DataType, on_failure: Callable[[], None] | None = None) -> tuple[pa.Array, pa.Array]:
     """One Arrow batch: outputs and errors per row, the rows that raise alone split off by halving.
 
     Halving finds the rows that raise on their own; the rows left must then return together, as
@@ -304,6 +308,8 @@ def _evaluate_batch(evaluate, series: list[pd.Series], return_type: pa.DataType)
         raise
     except Exception as exc:
         failure = exc
+    if on_failure is not None:
+        on_failure()
     # one row is its own failure; a refusal (see _evaluate_isolating) is reported on every row at once, not halved
     if size == 1 or isinstance(failure, (watch.WatchRefused, watch.TripwireTriggered)):
         return pa.nulls(size, return_type), pa.array([f"{type(failure).__name__}: {failure}"] * size, pa.string())

@@ -383,6 +383,10 @@ class Watch:
         sys.settrace(self._trace)
         return self
 
+    def stop_counting(self) -> None:
+        """Stop counting steps (the count so far stands); what is left behind is still checked on exit."""
+        sys.settrace(None)
+
     def __exit__(self, *exc: Any) -> None:
         sys.settrace(None)
         self.threads_left = max(0, threading.active_count() - self.threads)
