@@ -308,3 +308,35 @@ def test_no_verdict_when_the_original_gives_a_value_on_too_few_compared_rows(tmp
     assert evidence.hidden_rows_compared >= 1000 and evidence.hidden_rows_with_a_value == 0 and not result.mismatches
     assert result.equal is None and not evidence.enough
     assert "the original gave a value (not null, NaN or empty) on only 0 of them where equal needs 10" in evidence.note, evidence.note
+
+
+EMPTY_PARTITIONS = textwrap.dedent(
+    """
+    import json
+    from pyspark.sql import SparkSession, types as T
+    from aether_mcp.evaluation.target_evaluation import empty_partitions
+
+    spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+    schema = T.StructType([T.StructField("id", T.LongType(), False), T.StructField("tags", T.ArrayType(T.StringType()), True)])
+    rows = spark.createDataFrame([(1, ["a"]), (2, None), (3, [])], schema).repartition(2)
+    empty = empty_partitions(spark, schema, 3)
+    both = rows.union(empty)
+    print(json.dumps({
+        "empty": [empty.rdd.getNumPartitions(), empty.count(), empty.schema == schema],
+        "union": [both.rdd.getNumPartitions(), both.count(), both.schema == schema],
+    }))
+    """
+)
+
+
+def test_empty_partitions_are_made_in_the_jvm_with_the_schema_as_it_is_and_kept_by_the_union():
+    # The layouts' empty partitions (a job's shuffle leaves some): made without a Python RDD, which would start a
+    # Python daemon of its own after each candidate's fresh start; the optimizer cannot drop them from the union.
+    import json
+    import subprocess
+    import sys
+
+    completed = subprocess.run([sys.executable, "-c", EMPTY_PARTITIONS], capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    seen = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert seen == {"empty": [3, 0, True], "union": [5, 3, True]}, seen

@@ -217,8 +217,7 @@ class _Evaluation:
         if self.shape.partitions is not None:
             frame = frame.repartition(min(self.shape.partitions, max(1, len(rows))))
         if self.shape.empty_partitions:
-            empty = self.spark.sparkContext.parallelize([], self.shape.empty_partitions)
-            frame = frame.union(self.spark.createDataFrame(empty, self.schema))
+            frame = frame.union(empty_partitions(self.spark, self.schema, self.shape.empty_partitions))
         return frame
 
     def _probe_raising_rows(self, indices: list[int]) -> list[int]:
@@ -274,6 +273,21 @@ class _Evaluation:
                 if request_cancelled():
                     raise
                 self._isolate(half, exc)
+
+
+def empty_partitions(spark: SparkSession, schema: T.StructType, count: int) -> DataFrame:
+    """`count` partitions with no rows, of `schema` as it is (nullability included), made in the JVM.
+
+    An RDD made in Python (`sparkContext.parallelize([], count)`) runs through a Python worker
+    factory of its own: after each candidate's fresh start, its first run with empty partitions
+    waited about 1 s for that second daemon. The optimizer cannot see that these partitions are
+    empty, so the union keeps them, as the job's empty partitions are kept.
+    """
+    from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+
+    session = spark._jsparkSession
+    rows = spark.sparkContext._jsc.parallelize(spark.sparkContext._jvm.java.util.ArrayList(), count)
+    return ClassicDataFrame(session.createDataFrame(rows, session.parseDataType(schema.json())), spark)
 
 
 def arrow_frame(spark: SparkSession, schema: T.StructType, rows: list[tuple]) -> DataFrame | None:
