@@ -392,6 +392,21 @@ def test_under_audit_the_isolations_calls_run_uncounted_and_the_count_comes_from
     assert [audit["rows"] for audit in report["audit"]] == [666, 667] and report["audit"][0]["calls"] == report["audit"][1]["calls"] > 0
 
 
+def test_rows_that_return_take_their_values_from_the_call_over_them_together_not_from_their_isolated_parts(tmp_path):
+    # Where a third of the rows raise, nearly every multi-row batch holds one, so the rows that return were judged on the
+    # parts they were isolated in (single rows). A candidate right on single rows and wrong on larger batches looked
+    # equal there, while a job's batch without raising rows gets the wrong values: they now come from the call together.
+    checks = """
+    if (n % 3 == 0).any():
+        raise ValueError("three")
+    if len(n) > 1:
+        return n * 3
+    """
+    report = _two_batches(tmp_path, checks, size=1_000)
+    for start, outputs in zip((0, 1_000), report["outputs"]):
+        assert outputs == [(None if n % 3 == 0 else n * 3) for n in range(start, start + 1_000)]
+
+
 def test_rows_that_return_alone_but_fail_together_fail_as_the_jobs_batch_would(tmp_path):
     # Halving a failing batch finds the rows that raise alone; the rows left must then return together, as in a job's
     # batch without those rows. A candidate that fails only on batches above some size returns on every half, so

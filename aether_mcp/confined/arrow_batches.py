@@ -323,8 +323,11 @@ def _evaluate_batch(evaluate, series: list[pd.Series], return_type: pa.DataType,
         return outputs, errors
     if count < size:
         try:
-            _outputs(evaluate, [s[returned].reset_index(drop=True) for s in series], return_type)
-            return outputs, errors
+            together, _ = _outputs(evaluate, [s[returned].reset_index(drop=True) for s in series], return_type)
+            # The rows that return take their values from this call, the job's batch without the raising rows: the
+            # parts they were isolated in (single rows, where most rows raise) are no batch a job gives them.
+            positions = iter(range(count))
+            return together.take(pa.array([next(positions) if ok else None for ok in returned], pa.int64())), errors
         except CandidateImportError:
             raise
         except Exception as exc:
