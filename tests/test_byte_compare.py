@@ -187,6 +187,15 @@ def test_special_cased_batch_sizes_are_caught_on_every_call(root, workspace, wor
 
 
 
+def test_the_judged_python_workers_keep_what_their_daemon_preloaded_out_of_gc(root, workspace, workers):
+    # PySpark's reused workers run gc.collect() after every task; in the judge's workers it skips the libraries the
+    # daemon preloaded (tens of thousands of objects) and sees only what the candidate made (python_daemon)
+    files.write_file(root, workspace, "candidate/gc_seen.py", "import gc\n\nTARGET = 'vectorized'\n\n\ndef evaluate(weight, express):\n    raise ValueError(f'frozen={gc.get_freeze_count()}')\n")
+    compared = byte_compare(root, workers, workspace, "gc_seen", hidden_rows=0)
+    seen = {int(m.actual.rsplit("frozen=", 1)[1].split()[0].strip("')\"")) for m in compared.mismatches}
+    assert seen and min(seen) > 10_000, seen
+
+
 def test_output_type_must_match_the_original(math_root, workers):
     ws = math_workspace(math_root, "magnitude", {"as_decimal": sql("return F.abs(cols[0]).cast('decimal(20,4)')")})
     result = byte_compare(math_root, workers, ws, "as_decimal", hidden_rows=200)

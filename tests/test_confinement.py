@@ -187,3 +187,18 @@ def _processes_with(token: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def test_only_the_judges_python_daemon_freezes_what_it_preloaded():
+    # The candidate worker sets the variable for its Spark Python workers; the benchmark and validation applications
+    # do not, so their reused workers collect as a job's do and their timings include it.
+    from aether_mcp.confined import python_daemon
+
+    script = "import gc; from aether_mcp.confined import python_daemon as d; d._preload(); d._freeze_where_judging(); print(gc.get_freeze_count())"
+    counts = {}
+    for value in ("1", None):
+        env = {k: v for k, v in os.environ.items() if k != python_daemon.GC_FREEZE_ENV} | ({python_daemon.GC_FREEZE_ENV: value} if value else {})
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        counts[value] = int(done.stdout)
+    assert counts["1"] > 10_000 and counts[None] == 0, counts

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from aether_mcp.confined import arrow_batches, watch
+from aether_mcp.confined import arrow_batches, python_daemon, watch
 from aether_mcp.evaluation.worker_server import Context, SparkWorker, refused, run
 from aether_mcp.wire import value_codec
 
@@ -41,6 +41,7 @@ class CandidateWorker(SparkWorker):
         scratch = os.environ.get(SCRATCH_ENV)
         conf["spark.python.use.daemon"] = "true"
         conf["spark.python.daemon.module"] = "aether_mcp.confined.python_daemon"
+        conf[f"spark.executorEnv.{python_daemon.GC_FREEZE_ENV}"] = "1"  # judging only: see python_daemon
         if scratch:
             local = Path(scratch) / "spark-local"
             local.mkdir(parents=True, exist_ok=True)
