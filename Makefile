@@ -10,8 +10,10 @@ STAMP := $(VENV)/.installed
 demo: $(STAMP)
 	$(BIN)/aether-mcp demo
 
+# Two pytest-xdist workers, each with its own Spark workers; a test waits for its JVM or its Python
+# workers' sockets often enough that the other keeps the second core busy (see docs/development.md).
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist worksteal
 
 check: lint
 	$(BIN)/python -m pytest -m "not slow" -q

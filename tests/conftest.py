@@ -15,11 +15,21 @@ import pytest
 # The manifest key and the record of drawn seeds must not land in the developer's home; set before any workspace
 # exists. The folder stays after the run, so that a failing draw can be replayed from its seeds (see draws.py);
 # those of runs two days old are removed (never a folder another run on the machine may still be using).
+# `make test` runs the tests in two pytest-xdist workers: each has a state folder of its own (a manifest key of its
+# own) inside the run's folder, which the main process made before it started them and names in the summary.
 STATE_PREFIX = "aether-test-state-"
-for _old in Path(tempfile.gettempdir()).glob(f"{STATE_PREFIX}*"):
-    if time.time() - _old.stat().st_mtime > 2 * 86400:
-        shutil.rmtree(_old, ignore_errors=True)
-os.environ["AETHER_MCP_STATE_DIR"] = tempfile.mkdtemp(prefix=STATE_PREFIX)
+RUN_STATE_ENV = "AETHER_MCP_TEST_RUN_STATE"
+_xdist_worker = os.environ.get("PYTEST_XDIST_WORKER")
+if _xdist_worker and os.environ.get(RUN_STATE_ENV):
+    _state = Path(os.environ[RUN_STATE_ENV]) / _xdist_worker
+    _state.mkdir(mode=0o700)
+else:
+    for _old in Path(tempfile.gettempdir()).glob(f"{STATE_PREFIX}*"):
+        if time.time() - _old.stat().st_mtime > 2 * 86400:
+            shutil.rmtree(_old, ignore_errors=True)
+    _state = Path(tempfile.mkdtemp(prefix=STATE_PREFIX))
+    os.environ[RUN_STATE_ENV] = str(_state)
+os.environ["AETHER_MCP_STATE_DIR"] = str(_state)
 # Servers the tests start use the shared pool or start workers on first use; one test checks the warm start.
 os.environ["AETHER_MCP_WARM_START"] = "0"
 
@@ -91,10 +101,11 @@ def pytest_terminal_summary(terminalreporter):
     """Where this run's seeds are: AETHER_MCP_SEEDS with one call's seeds replays its draws."""
     from aether_mcp import draws
 
-    record = Path(draws.record_path()).parent
-    if record.is_dir():
-        calls = {entry["call"] for path in record.glob("*.jsonl") for entry in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
-        terminalreporter.write_line(f"seeds drawn by {len(calls)} judge calls: {record} (replay one with {draws.PIN_VARIABLE}, see aether_mcp/draws.py)")
+    records = sorted(Path(os.environ[RUN_STATE_ENV]).glob(f"**/{draws.RECORD_FOLDER}"))  # this process's, or each xdist worker's
+    calls = {entry["call"] for record in records for path in record.glob("*.jsonl") for entry in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+    if records:
+        where = ", ".join(map(str, records))
+        terminalreporter.write_line(f"seeds drawn by {len(calls)} judge calls: {where} (replay one with {draws.PIN_VARIABLE}, see aether_mcp/draws.py)")
 
 
 def pytest_collection_modifyitems(config, items):
