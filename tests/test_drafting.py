@@ -817,7 +817,8 @@ async def test_a_project_is_drafted_and_judged_in_the_background_and_says_how_ma
         assert outcomes["fee"]["outcome"] == "equal" and outcomes["fee"]["workspace"].endswith("/shop_drafts/fee"), outcomes["fee"]
         # (x * 4) // 4 is exact in Python; past 2**61 the draft's 64-bit product is null: the judge finds it, nothing is hidden
         assert outcomes["quarter_back"]["outcome"] == "differs" and "mismatch" in outcomes["quarter_back"]["detail"], outcomes["quarter_back"]
-        # a draft of a UDF that returns nothing is "equal" on no evidence: it is never counted as proven
+        # a draft of a UDF that returns nothing has no rows where the original gives a value: byte_compare gives no
+        # verdict (equal is null), and it is never counted as proven
         assert outcomes["nothing"]["outcome"] == "unproven" and "evidence" in outcomes["nothing"]["detail"], outcomes["nothing"]
         assert result["summary"].startswith("1 of 4 convertible UDFs convert automatically, proven equal by byte_compare")
         assert (root.path / "shop_drafts" / "fee" / "candidate" / "draft.py").is_file()
