@@ -22,6 +22,7 @@ from aether_mcp.wire.value_codec import Raised, Struct, dumps
 T = lazy_module("pyspark.sql.types")
 
 RAISE_KIND = "original raised, candidate returned"
+_PLAIN_SCALARS = frozenset((int, bool, str, float))
 KINDS = ("value", "null vs value", "NaN", "sign of zero", "type", "exception", "length", "keys", RAISE_KIND)
 
 
@@ -53,6 +54,11 @@ def classify(expected: Any, actual: Any, ulp_tolerance: int = 0, path: str = "",
 
     `data_type` is the values' Spark type when known; without it floats are counted as doubles.
     """
+    # The common case first: two equal scalars of one plain type. Equal floats other than zero have
+    # the same bits (zeros go on, for their sign; NaN is never equal to itself).
+    kind = type(expected)
+    if kind is type(actual) and kind in _PLAIN_SCALARS and expected == actual and (kind is not float or expected != 0.0):
+        return None
     where = f" at {path}" if path else ""
     if isinstance(expected, Raised) or isinstance(actual, Raised):
         if isinstance(expected, Raised) and isinstance(actual, Raised) and expected.type == actual.type:

@@ -93,6 +93,19 @@ class _Literals:
         return self.rng.choice(self.values)
 
 
+def _kind(data_type: T.DataType, integral: bool) -> str | None:
+    """Which of `_ValueSource.value`'s draws a type takes."""
+    for kind, types in (("array", T.ArrayType), ("struct", T.StructType), ("map", T.MapType), ("boolean", T.BooleanType)):
+        if isinstance(data_type, types):
+            return kind
+    if integral:
+        return "integer"
+    for kind, types in (("float", T.FloatType), ("double", T.DoubleType), ("decimal", T.DecimalType), ("string", T.StringType), ("binary", T.BinaryType), ("date", T.DateType), ("timestamp", T.TimestampType)):
+        if isinstance(data_type, types):
+            return kind
+    return None
+
+
 class _ValueSource:
     def __init__(self, data_type: T.DataType, mined: MinedValues, rng: random.Random) -> None:
         self.type = data_type
@@ -107,6 +120,9 @@ class _ValueSource:
             self.children = [_ValueSource(field.dataType, mined, rng) for field in data_type.fields]
         elif isinstance(data_type, T.MapType):
             self.children = [_ValueSource(data_type.keyType, mined, rng), _ValueSource(data_type.valueType, mined, rng)]
+        # what `value` draws, decided once here rather than for every value
+        self.bounds = integer_bounds().get(type(data_type))
+        self.kind = _kind(data_type, self.bounds is not None)
 
     def draw(self, profile: str) -> Any:
         rng = self.rng
@@ -125,31 +141,32 @@ class _ValueSource:
         return self.value(mined=source == "mined")
 
     def value(self, mined: bool) -> Any:
-        data_type = self.type
-        if isinstance(data_type, T.ArrayType):
+        data_type, kind = self.type, self.kind
+        if kind == "array":
             return [self.children[0].draw("mixed") for _ in range(self.rng.choice([0, 1, 1, 2, 3, 5]))]
-        if isinstance(data_type, T.StructType):
+        if kind == "struct":
             return Struct((field.name, source.draw("mixed")) for field, source in zip(data_type.fields, self.children))
-        if isinstance(data_type, T.MapType):
+        if kind == "map":
             keys, values = self.children
             drawn = map_keys([keys.value(mined) for _ in range(self.rng.choice([0, 1, 1, 2, 3, 5]))])
             return {key: values.draw("mixed") for key in drawn}
-        if isinstance(data_type, T.BooleanType):
+        if kind == "boolean":
             return self.rng.random() < 0.5
-        if type(data_type) in integer_bounds():
-            return self._integer(integer_bounds()[type(data_type)], mined)
-        if isinstance(data_type, (T.DoubleType, T.FloatType)):
-            value = self._double(mined)
-            return _float32(value) if isinstance(data_type, T.FloatType) else value
-        if isinstance(data_type, T.DecimalType):
+        if kind == "integer":
+            return self._integer(self.bounds, mined)
+        if kind == "double":
+            return self._double(mined)
+        if kind == "float":
+            return _float32(self._double(mined))
+        if kind == "decimal":
             return self._decimal(data_type, mined)
-        if isinstance(data_type, T.StringType):
+        if kind == "string":
             return self._string(mined)
-        if isinstance(data_type, T.BinaryType):
+        if kind == "binary":
             return self._string(mined).encode("utf-8", errors="surrogatepass")[:64]
-        if isinstance(data_type, T.DateType):
+        if kind == "date":
             return self._date(mined)
-        if isinstance(data_type, T.TimestampType):
+        if kind == "timestamp":
             return self._timestamp(mined)
         return None
 

@@ -38,8 +38,16 @@ class Raised:
         return f"{self.type}: {self.message}" if self.message else self.type
 
 
+_AS_IS = frozenset((type(None), bool, str, int, float))  # exactly these types: JSON holds them as they are
+
+
 def encode(value: Any) -> Any:
     """A JSON-serialisable form of `value` that `decode` turns back into an equal value."""
+    kind = type(value)
+    if kind in _AS_IS:
+        return value
+    if kind is list:  # a row, or a column of outputs: most items are plain
+        return [item if type(item) in _AS_IS else encode(item) for item in value]
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -73,7 +81,7 @@ def encode(value: Any) -> Any:
 def decode(value: Any) -> Any:
     """The value `encode` encoded; structs come back as `Struct`s (dicts in field order), maps as dicts."""
     if isinstance(value, list):
-        return [decode(item) for item in value]
+        return [item if type(item) in _AS_IS else decode(item) for item in value]
     if not isinstance(value, dict):
         return value
     tag = value.get("$t")
