@@ -196,46 +196,6 @@ def test_the_judged_python_workers_keep_what_their_daemon_preloaded_out_of_gc(ro
     assert seen and min(seen) > 10_000, seen
 
 
-SOCKETS_SEEN = """import os
-import socket
-
-TARGET = 'vectorized'
-
-
-def evaluate(weight, express):
-    folder = os.environ['PYTHON_WORKER_FACTORY_SOCK_DIR']
-    try:
-        socket.socket(socket.AF_UNIX).bind(os.path.join(folder, 'mine'))
-        made = 'made'
-    except Exception as exc:
-        made = exc.__class__.__name__
-    try:
-        open(os.path.join(folder, 'note'), 'w').write('kept')
-        wrote = 'wrote'
-    except OSError as exc:
-        wrote = exc.__class__.__name__
-    raise ValueError(f"{os.environ.get('PYTHON_UNIX_DOMAIN_ENABLED').lower()};{made};{wrote};{'/'.join(sorted(os.listdir(folder)))}")
-"""
-
-
-def test_the_judged_python_workers_talk_over_unix_sockets_in_a_folder_that_takes_nothing_from_a_candidate(root, workspace, workers):
-    # Over TCP each Spark task waited about 40 ms for its first batch (spark_session.JUDGE_CONF). In the folder of the
-    # daemon's socket a candidate makes no socket (the watch) and writes no file (Landlock: sockets only), and the next
-    # candidate's daemon finds none of the last one's sockets there.
-    listed = {}
-    for name in ("first", "second"):
-        files.write_file(root, workspace, f"candidate/{name}.py", f"# {name}\n{SOCKETS_SEEN}")  # another source: another daemon
-        compared = byte_compare(root, workers, workspace, name, hidden_rows=0)
-        reports = {m.actual.split("ValueError: ", 1)[-1].strip("'\"") for m in compared.mismatches}
-        assert reports, compared.mismatches
-        for report in reports:
-            unix, made, wrote, sockets = report.split(";")
-            assert (unix, made, wrote) == ("true", "WatchRefused", "PermissionError"), report
-            assert sockets and all(s.endswith(".sock") for s in sockets.split("/")), report  # the daemon's own
-            listed.setdefault(name, set()).update(sockets.split("/"))
-    assert not listed["first"] & listed["second"], listed
-
-
 def test_output_type_must_match_the_original(math_root, workers):
     ws = math_workspace(math_root, "magnitude", {"as_decimal": sql("return F.abs(cols[0]).cast('decimal(20,4)')")})
     result = byte_compare(math_root, workers, ws, "as_decimal", hidden_rows=200)

@@ -24,7 +24,6 @@ from aether_mcp.wire import value_codec
 
 SCRATCH_ENV = "AETHER_SCRATCH"
 CALL_SCRATCH_ENV = "AETHER_CALL_SCRATCH"
-SOCKETS_DIR = "python-sockets"
 
 
 class CandidateWorker(SparkWorker):
@@ -36,7 +35,6 @@ class CandidateWorker(SparkWorker):
         super().__init__(master, conf)
         self.loaded: dict[str, Any] = {}
         self.workers_ran: str | None = None  # the candidate whose code Spark's Python workers may hold
-        self.sockets: Path | None = None  # the folder of Spark's Unix sockets, in a confined process
 
     def session_conf(self) -> dict[str, str]:
         conf = dict(self.conf)
@@ -48,11 +46,6 @@ class CandidateWorker(SparkWorker):
             local = Path(scratch) / "spark-local"
             local.mkdir(parents=True, exist_ok=True)
             conf.setdefault("spark.local.dir", str(local))
-            # the Unix sockets to the Python workers (spark_session.JUDGE_CONF), in a folder of their own
-            # where the daemon may make its socket and write nothing (python_daemon), emptied between candidates
-            self.sockets = Path(scratch) / SOCKETS_DIR
-            self.sockets.mkdir(exist_ok=True)
-            conf.setdefault("spark.python.unix.domain.socket.dir", str(self.sockets))
         return conf
 
     def warm_up(self) -> None:
@@ -93,8 +86,6 @@ class CandidateWorker(SparkWorker):
         while running.hasNext():
             running.next().stop()
         factories.clear()
-        for made in self.sockets.iterdir() if self.sockets is not None else ():
-            made.unlink(missing_ok=True)  # sockets only (python_daemon): nothing made there reaches the next candidate
         self.workers_ran = key
 
     def evaluate(self, message: dict[str, Any]) -> dict[str, Any]:

@@ -79,10 +79,8 @@ def abi() -> int:
     return max(0, int(version))
 
 
-def restrict(read: list[str], write: list[str], sockets: list[str] | tuple[str, ...] = ()) -> int:
+def restrict(read: list[str], write: list[str]) -> int:
     """Enter a domain where only `read` (and `write`) paths are readable and only `write` paths writable.
-
-    In a `sockets` folder a process may only make Unix sockets and remove files: no file is written there.
 
     Paths that do not exist are skipped. Returns the ABI used; raises LandlockError when the
     kernel refuses, so a caller that asked for confinement never runs unconfined by accident.
@@ -103,7 +101,7 @@ def restrict(read: list[str], write: list[str], sockets: list[str] | tuple[str, 
     if ruleset < 0:
         raise LandlockError(f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}")
     try:
-        for paths, access in ((read, READ), (write, READ | WRITE), (sockets, READ | MAKE_SOCK | REMOVE_FILE)):
+        for paths, access in ((read, READ), (write, READ | WRITE)):
             for path in paths:
                 _add(libc, add_rule, ruleset, path, access & handled)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

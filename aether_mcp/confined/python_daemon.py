@@ -24,7 +24,6 @@ from pathlib import Path
 
 CALL_SCRATCH_ENV = "AETHER_CALL_SCRATCH"
 GC_FREEZE_ENV = "AETHER_DAEMON_GC_FREEZE"
-SOCKET_DIR_ENV = "PYTHON_WORKER_FACTORY_SOCK_DIR"  # where Spark has the daemon make its Unix socket
 
 
 def main() -> None:
@@ -38,11 +37,7 @@ def main() -> None:
         if os.environ.get("AETHER_CONFINED") == "1":
             devices = [str(p) for p in Path("/dev").glob("nvidia*")]
             # Reads stay as the process's own domain allows; writes narrow to the call's scratch.
-            # Over Unix sockets (spark.python.unix.domain.socket.enabled) the daemon listens on a socket it
-            # makes in Spark's socket folder: there it may make sockets and remove them, and write nothing.
-            unix = os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED", "").lower() == "true"
-            sockets = [os.environ[SOCKET_DIR_ENV]] if unix and os.environ.get(SOCKET_DIR_ENV) else []
-            landlock.restrict(["/"], [call, "/dev/null", "/dev/zero", *devices], sockets=sockets)
+            landlock.restrict(["/"], [call, "/dev/null", "/dev/zero", *devices])
     _preload()
     from pyspark import daemon
 

@@ -15,14 +15,6 @@ HARNESS_CONF = {
 }
 
 
-# The judge's workers talk to their Python workers over Unix domain sockets. Over TCP each Spark task
-# waited about 40 ms for its data: the JVM sends a task's command and then its first Arrow batch as two
-# small writes on a socket with Nagle's algorithm on, and the Python worker, which sends nothing back in
-# between, delays its acknowledgement. A 200-partition run of a passthrough took 5.3-5.4 s over TCP and
-# 1.8-1.9 s over Unix sockets on 2 cores. A candidate sees the same bytes either way. The benchmark and
-# validation applications keep the job's own setting, so their timings are a job's.
-JUDGE_CONF = {"spark.python.unix.domain.socket.enabled": "true"}
-
 # A worker's JVM runs many short jobs on new code: the quick compiler alone made a first byte_compare
 # after warm-up 2.9 s instead of 4.2 s and warm ones 1.9 s instead of 2.4 s on 2 cores. The benchmark
 # application keeps the optimizing compiler, since it times long runs at full speed.

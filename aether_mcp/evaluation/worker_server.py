@@ -151,12 +151,12 @@ class SparkWorker:
 
     def start_spark(self) -> None:
         from aether_mcp.evaluation import target_evaluation
-        from aether_mcp.evaluation.spark_session import JUDGE_CONF, create_session
+        from aether_mcp.evaluation.spark_session import create_session
 
         target_evaluation.request_cancelled = self.requests.is_cancelled
 
         try:
-            self.spark = create_session(self.master, {**JUDGE_CONF, **self.session_conf()}, app_name=f"aether-mcp-{self.role}", quick_jit=True)
+            self.spark = create_session(self.master, self.session_conf(), app_name=f"aether-mcp-{self.role}", quick_jit=True)
             if self.warm:
                 self.warm_up()
         except Exception as exc:  # reported to every request, and the server restarts the worker
