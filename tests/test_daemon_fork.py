@@ -169,7 +169,7 @@ def test_the_judges_workers_see_the_same_from_a_forked_daemon_as_from_one_starte
     handle = workers.get("candidate", Workspace.open_intact(root, workspace).config.spark)
     folder = handle.call_scratch.parent / daemon_fork.FOLDER
     ready = _ready_process(handle.call_scratch.parent)
-    serving = [pid for pid in os.listdir("/proc") if pid.isdigit() and _parent(int(pid)) == ready]
+    serving = [pid for pid in os.listdir("/proc") if pid.isdigit() and daemon_fork._parent_of(int(pid)) == ready]
     assert serving, "no daemon of this candidate was forked by the worker's ready process"
     # the next candidate's daemon cannot reach the ready process (its folder is a file now): the stub starts it itself
     folder.rename(folder.with_name("daemons-aside"))
@@ -189,7 +189,7 @@ def test_the_judges_workers_see_the_same_from_a_forked_daemon_as_from_one_starte
 def _children_end(pid: int, within_s: float = 10.0) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
-        if not [child for child in os.listdir("/proc") if child.isdigit() and _parent(int(child)) == pid and _state(int(child)) not in ("Z", "gone")]:
+        if not [child for child in os.listdir("/proc") if child.isdigit() and daemon_fork._parent_of(int(child)) == pid and _state(int(child)) not in ("Z", "gone")]:
             return True
         time.sleep(0.1)
     return False
@@ -206,11 +206,3 @@ def _ready_process(scratch) -> int:
         if daemon_fork.ZYGOTE_ARG.encode() in command and f"AETHER_SCRATCH={scratch}".encode() in environment:
             return pid
     raise AssertionError(f"no ready process serves the worker in {scratch}")
-
-
-def _parent(pid: int) -> int:
-    try:
-        stat = open(f"/proc/{pid}/stat").read()
-    except OSError:
-        return -1
-    return int(stat[stat.rindex(")") + 2 :].split()[1])
