@@ -4,8 +4,7 @@ Before the first Python worker forks, it installs the watch (so every worker inh
 hook before any candidate loads), points the workers' home and temporary folder at the call's
 scratch folder, and, in a confined process, stacks a Landlock domain on the process's own that
 allows writes to that folder only, and imports the libraries every worker needs (see `_preload`).
-Then it is PySpark's own daemon. Where the process judges under Landlock, the process Spark starts
-is a stub and the daemon is forked, already prepared, from one kept ready (see daemon_fork).
+Then it is PySpark's own daemon.
 
 Where the process judges (the candidate worker sets AETHER_DAEMON_GC_FREEZE=1 for its Python
 workers), what the daemon holds by then is moved out of the cyclic garbage collector's reach
@@ -28,32 +27,9 @@ GC_FREEZE_ENV = "AETHER_DAEMON_GC_FREEZE"
 
 
 def main() -> None:
-    from aether_mcp.confined import daemon_fork
-
-    if sys.argv[1:2] == [daemon_fork.ZYGOTE_ARG]:
-        daemon_fork.serve(_prepare, run_prepared, int(sys.argv[2]))
-        return
-    where = daemon_fork.folder()
-    if where is not None:
-        status = daemon_fork.delegate(where)
-        if status is not None:
-            sys.exit(status)
-    _prepare()
-    run_prepared()
-
-
-def _prepare() -> None:
-    """What every daemon does first, whoever starts it: the watch, then the libraries its workers need."""
-    from aether_mcp.confined import watch
+    from aether_mcp.confined import landlock, watch
 
     watch.install()
-    _preload()
-
-
-def run_prepared() -> None:
-    """Become the call's daemon: its scratch folder as home, writes narrowed to it where confined, then PySpark's manager."""
-    from aether_mcp.confined import landlock
-
     call = os.environ.get(CALL_SCRATCH_ENV)
     if call and os.path.isdir(call):
         os.environ["TMPDIR"] = os.environ["HOME"] = call
@@ -62,6 +38,7 @@ def run_prepared() -> None:
             devices = [str(p) for p in Path("/dev").glob("nvidia*")]
             # Reads stay as the process's own domain allows; writes narrow to the call's scratch.
             landlock.restrict(["/"], [call, "/dev/null", "/dev/zero", *devices])
+    _preload()
     from pyspark import daemon
 
     _freeze_where_judging()

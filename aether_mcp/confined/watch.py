@@ -179,13 +179,6 @@ def installed() -> bool:
     return _state is not None
 
 
-def refresh_places() -> None:
-    """Where files may be opened, recomputed from this process's environment as it is now (a daemon forked by
-    daemon_fork takes the environment of the process Spark started, before any agent code loads)."""
-    if _state is not None:
-        _state.allowed = _allowed_open_prefixes()
-
-
 def add_agent_code(prefix: str) -> None:
     """Code whose file name starts with `prefix` is agent code (the list only grows)."""
     assert _state is not None, "install() first"
