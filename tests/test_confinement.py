@@ -202,3 +202,30 @@ def test_only_the_judges_python_daemon_freezes_what_it_preloaded():
         assert done.returncode == 0, done.stderr[-2000:]
         counts[value] = int(done.stdout)
     assert counts["1"] > 10_000 and counts[None] == 0, counts
+
+
+def test_in_its_own_pid_namespace_a_worker_ends_every_process_but_those_it_keeps_and_reaps_them(tmp_path):
+    # what the candidate worker does at a switch to another candidate (aether_mcp.confined.leftovers)
+    script = """
+    import json, os, subprocess, time
+    from aether_mcp.confined import leftovers
+    kept = subprocess.Popen(["sleep", "60"])
+    if os.fork() == 0:  # a process in a session of its own, whose parent is gone: adopted by PID 1
+        os.setsid()
+        if os.fork() == 0:
+            os.execv("/bin/sleep", ["sleep", "61"])
+        os._exit(0)
+    time.sleep(0.5)
+    before = [pid for pid in leftovers._processes() if pid != 1]
+    killed = leftovers.end_all_but({kept.pid})
+    print(json.dumps({"pid": os.getpid(), "before": before, "killed": killed, "after": sorted(leftovers._processes()), "kept": kept.pid, "alive": kept.poll() is None}))
+    kept.kill()
+    """
+    ended, status = run_confined(tmp_path, script, read=[])
+    seen = json.loads(ended.tail.strip().splitlines()[-1])
+    if not status.pid_namespace:
+        assert seen["pid"] != 1 and seen["killed"] == []  # not PID 1 of a namespace of its own: nothing is its to end
+        return
+    # the first fork's child (ended, unreaped) and the adopted sleep were there; the sleep was killed, both reaped
+    assert seen["pid"] == 1 and len(seen["before"]) == 3 and seen["kept"] in seen["before"]
+    assert len(seen["killed"]) == 1 and seen["after"] == [1, seen["kept"]] and seen["alive"]

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from aether_mcp.confined import arrow_batches, python_daemon, watch
+from aether_mcp.confined import arrow_batches, leftovers, python_daemon, watch
 from aether_mcp.evaluation.worker_server import Context, SparkWorker, refused, run
 from aether_mcp.wire import value_codec
 
@@ -69,8 +69,8 @@ class CandidateWorker(SparkWorker):
 
         Within one candidate's requests Spark reuses its Python workers, as a job's executors do;
         a worker (or the daemon it forked from) never serves another candidate, so nothing one
-        candidate leaves in a worker reaches another's run. Spark starts a fresh daemon on the
-        next task.
+        candidate leaves in a worker reaches another's run; nor does a process one of them started
+        (see leftovers). Spark starts a fresh daemon on the next task.
         """
         key = hashlib.sha256(source.encode()).hexdigest() if source is not None else None
         if self.workers_ran in (None, key):
@@ -86,6 +86,8 @@ class CandidateWorker(SparkWorker):
         while running.hasNext():
             running.next().stop()
         factories.clear()
+        # and whatever of the last candidate's outlived its daemon: every process here but this one and the JVM
+        leftovers.end_all_but({self.spark.sparkContext._gateway.proc.pid})
         self.workers_ran = key
 
     def evaluate(self, message: dict[str, Any]) -> dict[str, Any]:
