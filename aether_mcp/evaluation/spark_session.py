@@ -21,6 +21,8 @@ HARNESS_CONF = {
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
 # Set (by processes/class_archive) to an archive of Spark's classes that every local driver JVM maps.
 CLASS_ARCHIVE_ENV = "AETHER_JVM_CLASS_ARCHIVE"
+# Set (by processes/zip_code_cache) to PySpark's zipped modules compiled, which a judging Python daemon loads.
+ZIP_CODE_ENV = "AETHER_ZIP_CODE"
 
 
 def create_session(master: str, conf: dict[str, str], app_name: str, quick_jit: bool = False):

@@ -35,8 +35,8 @@ from pydantic import BaseModel, Field
 import aether_mcp
 from aether_mcp.confined import landlock
 from aether_mcp.confined.launch import CONFINEMENT_FAILED
-from aether_mcp.evaluation.spark_session import CLASS_ARCHIVE_ENV
-from aether_mcp.processes import class_archive
+from aether_mcp.evaluation.spark_session import CLASS_ARCHIVE_ENV, ZIP_CODE_ENV
+from aether_mcp.processes import class_archive, zip_code_cache
 
 SYSTEM_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc", "/proc", "/sys", "/dev")
 DEVICE_WRITE = ("/dev/null", "/dev/zero", "/dev/full")
@@ -44,6 +44,7 @@ DEVICE_WRITE = ("/dev/null", "/dev/zero", "/dev/full")
 INHERITED_ENV = (
     "PATH", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "JAVA_HOME", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH", "NUMBA_CUDA_DRIVER",
     CLASS_ARCHIVE_ENV,
+    ZIP_CODE_ENV,
 )
 PROBE_TIMEOUT_S = 30
 # Set in the server's environment to run agent code unconfined (measurements only; results say so).
@@ -108,6 +109,8 @@ def python_paths() -> list[str]:
 def read_paths(extra: list[str]) -> list[str]:
     archive = os.environ.get(CLASS_ARCHIVE_ENV)  # Spark's classes, mapped by every JVM: that one file, if it is one the server made
     shared = {os.path.realpath(archive)} if class_archive.valid(archive) else set()
+    compiled = os.environ.get(ZIP_CODE_ENV)  # PySpark's zipped modules compiled, read by judging daemons: that one file
+    shared |= {os.path.realpath(compiled)} if zip_code_cache.valid(compiled) else set()
     return sorted(set(SYSTEM_READ) | set(python_paths()) | shared | {os.path.realpath(p) for p in extra})
 
 

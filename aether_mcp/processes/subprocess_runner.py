@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aether_mcp import call_scope
-from aether_mcp.evaluation.spark_session import CLASS_ARCHIVE_ENV
+from aether_mcp.evaluation.spark_session import CLASS_ARCHIVE_ENV, ZIP_CODE_ENV
 
 # Variables a child may inherit from the server; everything else is dropped.
 ALLOWED_ENV = (
     CLASS_ARCHIVE_ENV,
+    ZIP_CODE_ENV,
     "PATH",
     "HOME",
     "USER",

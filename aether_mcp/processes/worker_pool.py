@@ -28,7 +28,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from aether_mcp import call_scope
 from aether_mcp.backend import Resolved, has_gpu  # noqa: F401  (has_gpu: re-exported for the tools)
-from aether_mcp.processes import class_archive, confinement, subprocess_runner
+from aether_mcp.processes import class_archive, confinement, subprocess_runner, zip_code_cache
 from aether_mcp.processes.confinement import ConfinementStatus
 from aether_mcp.processes.java_runtime import JavaUnavailable, check_java
 from aether_mcp.wire import value_codec
@@ -106,6 +106,7 @@ class WorkerPool:
         self.directory = Path(tempfile.mkdtemp(prefix="aether-mcp-"))
         # Spark's classes in one archive every JVM maps, made in the background when missing (class_archive)
         class_archive.ensure()
+        zip_code_cache.ensure()  # PySpark's zipped modules compiled once, for the judge's fresh daemons (zip_code_cache)
         self._workers: dict[str, WorkerHandle] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -327,6 +328,8 @@ class WorkerPool:
     def _start(self, role: str, key: str, spark: SparkConfig, backend: str, warm_up: bool = False) -> WorkerHandle:
         self.starts += 1
         class_archive.ensure()  # an archive made since (here or by another server) is used from now on
+        if role == "candidate":  # its daemons start once per candidate: worth the second it takes to compile them first
+            zip_code_cache.ensure(wait_s=zip_code_cache.MAKE_WAIT_S)
         token = secrets.token_hex(32)
         control = secrets.token_hex(32)
         log_path = self.directory / f"{key}-{self.starts}.log"
