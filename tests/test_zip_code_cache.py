@@ -102,3 +102,17 @@ def test_only_the_servers_own_file_is_readable_by_confined_processes(made, tmp_p
         assert str(elsewhere) not in confinement.read_paths([])
     finally:
         os.environ[ZIP_CODE_ENV] = made
+
+
+def test_a_file_whose_mode_was_changed_is_neither_used_by_the_server_nor_loaded_by_a_daemon(made, tmp_path):
+    # a confined process may not write the file but may change its mode (Landlock governs contents, not metadata)
+    copy = zip_code_cache.folder() / ("pyspark-" + "f" * 16 + ".code")
+    copy.write_bytes(open(made, "rb").read())
+    try:
+        os.chmod(copy, 0o444)
+        assert zip_code_cache.valid(str(copy)) and _preload(str(copy))["compiled"] == []
+        os.chmod(copy, 0o666)
+        assert not zip_code_cache.valid(str(copy))
+        assert len(_preload(str(copy))["compiled"]) > 50  # compiled from source, as without it
+    finally:
+        copy.unlink()

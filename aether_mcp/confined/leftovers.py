@@ -21,58 +21,74 @@ import signal
 import time
 from pathlib import Path
 
-ROUNDS = 20
+QUIET_ROUNDS = 3  # rounds in a row that must find nothing alive
+LONGEST_S = 2.0
 
 
 def end_all_but(keep: set[int]) -> list[int]:
     """In a PID namespace this process is the first of, kill every process but `keep` and this one; the pids killed.
 
-    Rounds repeat while new ones appear (a process forking as it is killed). Ended children of this process are reaped,
-    but for those in `keep`: call it where no child of its own is still to be waited for by anyone else (the candidate
-    worker calls it before a request runs). Elsewhere (no namespace of its own, so other processes here are not the
-    worker's to end) nothing is done.
+    Every process listed is killed at once, whatever its state says: a process whose main thread has ended reads as a
+    zombie while its other threads run, and a process that forks and exits over and over has a new pid by the time a
+    slower look would reach it. Rounds repeat until QUIET_ROUNDS in a row find nothing alive (no thread of any process
+    but `keep` running), for at most LONGEST_S. Ended children of this process are reaped, but for those in `keep`:
+    call it where no child of its own is still to be waited for by anyone else (the candidate worker calls it before a
+    request runs). Elsewhere (no namespace of its own, so other processes here are not the worker's to end) nothing
+    is done.
     """
     if os.getpid() != 1:
         return []
     keep = keep | {1}
-    killed: list[int] = []
-    for _ in range(ROUNDS):
-        found = [pid for pid in _processes() if pid not in keep and _state(pid) not in ("Z", "X", "")]
-        if not found:
-            break
+    killed: set[int] = set()
+    quiet, deadline = 0, time.monotonic() + LONGEST_S
+    while quiet < QUIET_ROUNDS and time.monotonic() < deadline:
+        found = [pid for pid in _processes() if pid not in keep]
         for pid in found:
             try:
                 os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
+                killed.add(pid)
             except OSError:
                 pass
-        time.sleep(0.005)
-    deadline = time.monotonic() + 1.0
-    while time.monotonic() < deadline and any(_state(pid) not in ("Z", "X", "") for pid in killed):
-        time.sleep(0.01)
-    for pid in _processes():  # orphans this process adopted, ended by now
-        if pid not in keep and _state(pid) == "Z" and _parent(pid) == 1:
+        quiet = quiet + 1 if not any(_alive(pid) for pid in found) else 0
+        _reap(keep)
+        time.sleep(0.001)
+    _reap(keep)
+    return sorted(killed)
+
+
+def _alive(pid: int) -> bool:
+    """Whether any thread of `pid` still runs (SIGKILL takes a moment to land)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    return any(_state(pid, f"/task/{task}") not in ("Z", "X", "") for task in tasks)
+
+
+def _reap(keep: set[int]) -> None:
+    """The ended children of this process (the orphans it adopted among them), but those in `keep`."""
+    for pid in _processes():
+        if pid not in keep and _parent(pid) == 1 and _state(pid) == "Z":
             try:
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 pass
-    return killed
 
 
 def _processes() -> list[int]:
     return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
 
 
-def _stat(pid: int) -> list[str]:
+def _stat(pid: int, task: str = "") -> list[str]:
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
+        text = Path(f"/proc/{pid}{task}/stat").read_text()
     except OSError:
         return []
     return text[text.rindex(")") + 2 :].split()
 
 
-def _state(pid: int) -> str:
-    fields = _stat(pid)
+def _state(pid: int, task: str = "") -> str:
+    fields = _stat(pid, task)
     return fields[0] if fields else ""
 
 

@@ -57,11 +57,15 @@ def _compiled_from(path: str | None):
     import contextlib
     import hashlib
     import marshal
+    import stat
     import zipimport
 
     table: dict = {}
     if path:
         try:
+            found = os.stat(path)
+            if not stat.S_ISREG(found.st_mode) or found.st_mode & 0o022:  # made read-only; changed since: not used
+                raise ValueError(path)
             with open(path, "rb") as file:
                 found = marshal.load(file)
             if found.get("python") == sys.version and found.get("optimize") == sys.flags.optimize:

@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import os
 import re
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,12 @@ from pathlib import Path
 from aether_mcp.processes import subprocess_runner
 
 RETRY_AFTER_FAILURE_S = 86_400
+
+
+def only_owner_writes(path: Path) -> bool:
+    """A regular file that no group or other user may write."""
+    found = path.stat()
+    return stat.S_ISREG(found.st_mode) and not found.st_mode & 0o022
 
 
 def cache_home() -> Path:
@@ -48,12 +55,13 @@ class MadeOnce:
         return cache_home() / self.subfolder
 
     def valid(self, path: str | None) -> bool:
-        """Whether `path` is a file this server made: named like one, in folder(), with no whitespace (Spark splits JVM options at it)."""
+        """Whether `path` is a file this server made: named like one, in folder(), with no whitespace (Spark splits JVM
+        options at it), and writable by no one but its owner (a confined process may change modes, never contents)."""
         if not path or any(c.isspace() for c in path):
             return False
         try:
             real = Path(os.path.realpath(path))
-            return self.name.fullmatch(real.name) is not None and real.parent == Path(os.path.realpath(self.folder())) and real.is_file()
+            return self.name.fullmatch(real.name) is not None and real.parent == Path(os.path.realpath(self.folder())) and only_owner_writes(real)
         except OSError:
             return False
 

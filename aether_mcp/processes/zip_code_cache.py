@@ -49,10 +49,10 @@ def key() -> str | None:
     return hashlib.sha256("\n".join([sys.version, sys.executable, *stamps]).encode()).hexdigest()[:16]
 
 
-# as Spark starts a daemon: no -I, the archives on PYTHONPATH
+# as Spark starts a daemon, with the archives on PYTHONPATH (so no -I), but with no folder of its own on its path (-P)
 _CODE = MadeOnce(
     ZIP_CODE_ENV, "python", "pyspark", ".code", lambda: key(),
-    lambda partial: [sys.executable, "-B", "-m", "aether_mcp.evaluation.zip_code_workload", str(partial)],
+    lambda partial: [sys.executable, "-B", "-P", "-m", "aether_mcp.evaluation.zip_code_workload", str(partial)],
     lambda: {"PYTHONPATH": os.pathsep.join(map(str, archives()))}, MAKE_TIMEOUT_S, 3,
 )  # fmt: skip
 folder = _CODE.folder
