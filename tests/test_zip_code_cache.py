@@ -116,3 +116,30 @@ def test_a_file_whose_mode_was_changed_is_neither_used_by_the_server_nor_loaded_
         assert len(_preload(str(copy))["compiled"]) > 50  # compiled from source, as without it
     finally:
         copy.unlink()
+
+
+def test_a_worker_start_waits_for_a_make_another_process_has_under_way(tmp_path, monkeypatch):
+    import fcntl
+    import threading
+    import time
+
+    from aether_mcp.processes.made_once import MadeOnce
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    made = MadeOnce("AETHER_TEST_MADE", "test", "made", ".bin", lambda: "0" * 16, lambda partial: ["false"], dict, 10, 1)
+    target = made.folder() / f"made-{'0' * 16}.bin"
+    made.folder().mkdir(parents=True)
+    with open(made.folder() / "make.lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process is making it
+
+        def finish():
+            time.sleep(1.0)
+            target.write_bytes(b"made")
+            target.chmod(0o444)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+        threading.Thread(target=finish).start()
+        started = time.monotonic()
+        made.ensure(wait_s=10)  # this process's own make finds the lock taken and makes nothing
+    assert os.environ.get("AETHER_TEST_MADE") == str(target) and 0.9 < time.monotonic() - started < 10
+    monkeypatch.delenv("AETHER_TEST_MADE")

@@ -94,10 +94,25 @@ class MadeOnce:
                 self._making = threading.Thread(target=self._make, args=(target,), name=f"make-{self.prefix}", daemon=True)
                 self._making.start()
             making = self._making
-        if wait_s > 0:
+        if wait_s > 0:  # for this process's make, or another process's (which holds the lock, so this one made none)
+            deadline = time.monotonic() + wait_s
             making.join(wait_s)
-            self._use(target)
+            while not self._use(target) and time.monotonic() < deadline and self._being_made():
+                time.sleep(0.1)
         return making
+
+    def _being_made(self) -> bool:
+        """Whether some process holds the make lock now."""
+        try:
+            lock = open(self.folder() / "make.lock", "a+b")
+        except OSError:
+            return False  # no folder to make it in: nothing is under way
+        with lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return False
+            except OSError:
+                return True
 
     def _use(self, target: Path) -> bool:
         if not self.valid(str(target)):
