@@ -152,7 +152,7 @@ def test_copies_are_sorted_by_direction_whatever_the_memory_kinds():
         (None, "could not be read"),
         (b"{not json", "could not be read"),
         (json.dumps({"schemaVersion": 1}).encode(), "no traceEvents"),
-        (gzip.compress(b'{"traceEvents": [')[:-6], "could not be read"),
+        (gzip.compress(b'{"traceEvents": [', mtime=0)[:-6], "could not be read"),
     ],
 )
 def test_an_unreadable_trace_never_raises_and_is_never_evidence(tmp_path, content, said):
