@@ -104,7 +104,7 @@ def test_only_the_servers_own_file_is_readable_by_confined_processes(made, tmp_p
         os.environ[ZIP_CODE_ENV] = made
 
 
-def test_a_file_whose_mode_was_changed_is_neither_used_by_the_server_nor_loaded_by_a_daemon(made, tmp_path):
+def test_a_file_whose_mode_or_owner_was_changed_is_neither_used_by_the_server_nor_loaded_by_a_daemon(made, tmp_path):
     # a confined process may not write the file but may change its mode (Landlock governs contents, not metadata)
     copy = zip_code_cache.folder() / ("pyspark-" + "f" * 16 + ".code")
     copy.write_bytes(open(made, "rb").read())
@@ -114,6 +114,10 @@ def test_a_file_whose_mode_was_changed_is_neither_used_by_the_server_nor_loaded_
         os.chmod(copy, 0o666)
         assert not zip_code_cache.valid(str(copy))
         assert len(_preload(str(copy))["compiled"]) > 50  # compiled from source, as without it
+        if os.geteuid() == 0:  # and a file given to another user (who could then write it), where this user may give it
+            os.chmod(copy, 0o444)
+            os.chown(copy, 12345, 12345)
+            assert not zip_code_cache.valid(str(copy)) and len(_preload(str(copy))["compiled"]) > 50
     finally:
         copy.unlink()
 

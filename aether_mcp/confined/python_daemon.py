@@ -63,10 +63,10 @@ def _compiled_from(path: str | None):
     table: dict = {}
     if path:
         try:
-            found = os.stat(path)
-            if not stat.S_ISREG(found.st_mode) or found.st_mode & 0o022:  # made read-only; changed since: not used
-                raise ValueError(path)
             with open(path, "rb") as file:
+                opened = os.fstat(file.fileno())  # made read-only by this user; changed since: not used
+                if not stat.S_ISREG(opened.st_mode) or opened.st_mode & 0o022 or opened.st_uid != os.getuid():
+                    raise ValueError(path)
                 found = marshal.load(file)
             if found.get("python") == sys.version and found.get("optimize") == sys.flags.optimize:
                 table = found["modules"]

@@ -26,9 +26,10 @@ RETRY_AFTER_FAILURE_S = 86_400
 
 
 def only_owner_writes(path: Path) -> bool:
-    """A regular file that no group or other user may write."""
+    """A regular file of this process's user that no group or other user may write (and that no other user owns, who
+    could change that)."""
     found = path.stat()
-    return stat.S_ISREG(found.st_mode) and not found.st_mode & 0o022
+    return stat.S_ISREG(found.st_mode) and not found.st_mode & 0o022 and found.st_uid == os.getuid()
 
 
 def cache_home() -> Path:
