@@ -20,7 +20,7 @@ def test_demo_runs_the_loop_and_prints_a_summary(tmp_path):
         timeout=600,
         cwd=REPO,
     )
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.returncode == 0, completed.stdout[-4000:] + completed.stderr[-3000:]
     out = completed.stdout
     assert "1. init_workspace  -> loyalty_discount(age bigint, amount double, tier string) -> double" in out
     assert "3. run_tests       -> original: 26 passed" in out
