@@ -49,13 +49,17 @@ def made(tmp_path_factory):
         os.environ.pop(ZIP_CODE_ENV, None)
 
 
-def _preload(code: str | None, judging: bool = True) -> dict:
+# the reference worker's daemon, which imports what a forked worker would (reference/reference_daemon)
+REFERENCE = PRELOAD.replace("from aether_mcp.confined import python_daemon\npython_daemon._preload()", "from aether_mcp.reference import reference_daemon\nreference_daemon.prepare()")
+
+
+def _preload(code: str | None, judging: bool = True, script: str = PRELOAD) -> dict:
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": os.pathsep.join(map(str, zip_code_cache.archives()))}  # as Spark starts a daemon
     if code:
         env[ZIP_CODE_ENV] = code
     if judging:
         env["AETHER_DAEMON_GC_FREEZE"] = "1"
-    ended = subprocess.run([sys.executable, "-c", PRELOAD], env=env, capture_output=True, text=True, timeout=120)
+    ended = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert ended.returncode == 0, ended.stderr[-2000:]
     return json.loads(ended.stdout.strip().splitlines()[-1])
 
@@ -71,6 +75,10 @@ def test_a_judging_daemon_loads_its_zipped_modules_compiled_and_the_code_is_what
     used = _preload(made)
     assert used["compiled"] == [] and used["loaded"] >= len(modules) and used["compiler restored"]
     assert _preload(made, judging=False)["compiled"] == unused["compiled"]  # a benchmark's daemon starts as a job's
+    assert REFERENCE != PRELOAD
+    reference = _preload(None, judging=False, script=REFERENCE)
+    assert reference["compiled"] and set(reference["compiled"]) <= set(modules)  # pyspark.worker and what it imports
+    assert _preload(made, judging=False, script=REFERENCE)["compiled"] == []  # the reference's daemon always judges
 
     # the same bytes Python compiles from each source in the archive
     check = (

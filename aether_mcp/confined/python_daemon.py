@@ -11,8 +11,10 @@ workers), what the daemon holds by then is moved out of the cyclic garbage colle
 (`gc.freeze`) before any worker forks. PySpark's reused workers run `gc.collect()` after every
 task, and with NumPy, pandas and PyArrow loaded each walked about 74,000 objects (14 ms on an idle
 core, about 95 ms with both cores busy), once per partition; objects a candidate makes are still
-collected. A candidate cannot see the freeze: `gc` is off the import allow-list. The benchmark and
-validation applications leave it unset, so that their timings include what a job's workers do.
+collected. A candidate cannot see the freeze: `gc` is off the import allow-list. There too the daemon puts the
+application's Spark files folder on sys.path where each worker's first task would, so that no worker invalidates
+the import caches (evaluation/daemon_start); the workers' sys.path is a job's. The benchmark and validation
+applications leave it unset, so that their timings include what a job's workers do.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ GC_FREEZE_ENV = "AETHER_DAEMON_GC_FREEZE"
 
 def main() -> None:
     from aether_mcp.confined import landlock, watch
+    from aether_mcp.evaluation import daemon_start
 
+    files = os.environ.pop(daemon_start.SPARK_FILES_ENV, None)
     watch.install()
     call = os.environ.get(CALL_SCRATCH_ENV)
     if call and os.path.isdir(call):
@@ -42,55 +46,9 @@ def main() -> None:
     from pyspark import daemon
 
     _freeze_where_judging()
+    if os.environ.get(GC_FREEZE_ENV) == "1":  # judging only: a benchmark's workers start as a job's do
+        daemon_start.files_folder_on_path(files)
     daemon.manager()
-
-
-def _compiled_from(path: str | None):
-    """While the libraries load: modules PySpark's zip archives hold get their code from `path`, made by the server.
-
-    Python caches no bytecode for modules it imports from a zip archive, so every fresh daemon compiled PySpark's and
-    py4j's modules from source (about half of its start). The server compiles them once per Python and Spark
-    (processes/zip_code_cache) into a file confined processes may read and none may write; each module's code is
-    used only where the source in the archive is the one it was compiled from, else compiled as before. Code is the
-    same either way, and zipimport is given back its own compiler before any candidate loads.
-    """
-    import contextlib
-    import hashlib
-    import marshal
-    import stat
-    import zipimport
-
-    table: dict = {}
-    if path:
-        try:
-            with open(path, "rb") as file:
-                opened = os.fstat(file.fileno())  # made read-only by this user; changed since: not used
-                if not stat.S_ISREG(opened.st_mode) or opened.st_mode & 0o022 or opened.st_uid != os.getuid():
-                    raise ValueError(path)
-                found = marshal.load(file)
-            if found.get("python") == sys.version and found.get("optimize") == sys.flags.optimize:
-                table = found["modules"]
-        except (OSError, EOFError, ValueError, TypeError, KeyError, AttributeError):
-            table = {}
-    original = getattr(zipimport, "_compile_source", None)
-    if not table or original is None:
-        return contextlib.nullcontext()
-
-    def compiled(pathname, source):
-        entry = table.get(pathname)
-        if entry is not None and entry[0] == hashlib.sha256(source).digest():
-            return marshal.loads(entry[1])
-        return original(pathname, source)
-
-    @contextlib.contextmanager
-    def patched():
-        zipimport._compile_source = compiled
-        try:
-            yield
-        finally:
-            zipimport._compile_source = original
-
-    return patched()
 
 
 def _preload() -> None:
@@ -101,10 +59,11 @@ def _preload() -> None:
     daemon that already holds these libraries keeps that restart, and each worker's start, short.
     No GPU library is imported: a CUDA context does not survive a fork.
     """
+    from aether_mcp.evaluation.daemon_start import compiled_from
     from aether_mcp.evaluation.spark_session import ZIP_CODE_ENV
 
     # judging only (see GC_FREEZE_ENV): a benchmark's daemons start as a job's do
-    with _compiled_from(os.environ.get(ZIP_CODE_ENV) if os.environ.get(GC_FREEZE_ENV) == "1" else None):
+    with compiled_from(os.environ.get(ZIP_CODE_ENV) if os.environ.get(GC_FREEZE_ENV) == "1" else None):
         import numpy  # noqa: F401
         import pandas  # noqa: F401
         import pyarrow  # noqa: F401

@@ -150,13 +150,14 @@ class SparkWorker:
         return self.conf
 
     def start_spark(self) -> None:
-        from aether_mcp.evaluation import target_evaluation
+        from aether_mcp.evaluation import daemon_start, target_evaluation
         from aether_mcp.evaluation.spark_session import create_session
 
         target_evaluation.request_cancelled = self.requests.is_cancelled
 
         try:
             self.spark = create_session(self.master, self.session_conf(), app_name=f"aether-mcp-{self.role}", quick_jit=True)
+            daemon_start.tell_daemons(self.spark)  # before any Python function: each carries the environment
             if self.warm:
                 self.warm_up()
         except Exception as exc:  # reported to every request, and the server restarts the worker

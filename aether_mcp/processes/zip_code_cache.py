@@ -8,7 +8,8 @@ once per Python and PySpark installation, in the background, by a process of the
 runs no agent code (evaluation/zip_code_workload), and kept in the user's cache folder
 (`$XDG_CACHE_HOME/aether-mcp/python`, else `~/.cache/aether-mcp/python`), where no confined process
 can write. Once it exists its path is in ZIP_CODE_ENV, which every child inherits; confined processes
-may read that one file, and a judging daemon loads its modules' code from it (confined/python_daemon),
+may read that one file, and a judging daemon loads its modules' code from it (confined/python_daemon, and
+reference/reference_daemon for pyspark.worker),
 each only where the archive's source is the one it was compiled from. Daemons started before it is
 made, or by benchmark applications, compile as before.
 """

@@ -26,6 +26,12 @@ class ReferenceWorker(SparkWorker):
         self.cache: dict[str, Any] = {}
         self.loaded: dict[str, Any] = {}
 
+    def session_conf(self) -> dict[str, str]:
+        conf = dict(self.conf)
+        conf["spark.python.use.daemon"] = "true"
+        conf["spark.python.daemon.module"] = "aether_mcp.reference.reference_daemon"  # PySpark's, each worker's start done once
+        return conf
+
     def warm_up(self) -> None:
         """The request path once on a built-in UDF (see warm_up), so the first real call finds it compiled."""
         from aether_mcp.evaluation import warm_up
