@@ -48,6 +48,9 @@ class CandidateWorker(SparkWorker):
             conf.setdefault("spark.local.dir", str(local))
         return conf
 
+    def own_daemon(self) -> bool:
+        return True  # python_daemon, whatever the master
+
     def warm_up(self) -> None:
         """The request path once on built-in sql and vectorized candidates (see warm_up), loaded from a scratch path."""
         from aether_mcp.evaluation import warm_up

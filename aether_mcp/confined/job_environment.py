@@ -30,10 +30,6 @@ def as_in_a_job() -> None:
     for name in [name for name in os.environ if name.startswith(PREFIX)]:
         del os.environ[name]
     if sys.argv and sys.argv[0].endswith(os.path.join("confined", "python_daemon.py")):
-        from pyspark import daemon
+        from aether_mcp.evaluation import daemon_start
 
-        sys.argv[0] = daemon.__file__
-        started = getattr(sys, "orig_argv", [])  # the interpreter's own command line, as `python -m` was given it
-        for index, part in enumerate(started):
-            if part == "aether_mcp.confined.python_daemon":
-                started[index] = "pyspark.daemon"
+        daemon_start.as_pysparks_daemon("aether_mcp.confined.python_daemon")

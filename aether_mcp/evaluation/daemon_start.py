@@ -8,6 +8,7 @@ reference worker's); the benchmark and validation applications' daemons start as
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from typing import Any
 
@@ -17,8 +18,19 @@ from typing import Any
 SPARK_FILES_ENV = "AETHER_SPARK_FILES"
 
 
-def tell_daemons(spark: Any) -> None:
-    """Give the daemons Spark starts from now on the application's Spark files folder (see files_folder_on_path)."""
+def local_master(master: str) -> bool:
+    """Whether Spark runs the executors in the driver's process (`local`, `local[N]`), where they share its files folder."""
+    return master == "local" or master.startswith("local[")
+
+
+def tell_daemons(spark: Any, master: str) -> None:
+    """Give the daemons Spark starts from now on the application's Spark files folder (see files_folder_on_path).
+
+    Only where the workers are given that same folder: executors of another master use a folder of their own, and with
+    per-session artifact folders each session's tasks name a folder under it.
+    """
+    if not local_master(master) or str(spark.conf.get("spark.sql.artifact.isolation.enabled", "false")).lower() == "true":
+        return
     context = spark.sparkContext
     context.environment[SPARK_FILES_ENV] = context._jvm.org.apache.spark.SparkFiles.getRootDirectory()
 
@@ -30,10 +42,28 @@ def files_folder_on_path(folder: str | None) -> None:
     calls importlib.invalidate_caches(). That re-reads the directory of PySpark's zip archive once per package imported
     from it: about 60 ms of CPU in every worker a daemon forks, and a worker whose UDF raised is not reused. With the
     folder already there, in the same place, the worker adds nothing and invalidates nothing, and its sys.path is the
-    one a job's worker ends up with.
+    one a job's worker ends up with. Only a folder Spark made for this user is put there (an existing directory this
+    user owns, that no group or other user may write); anything else is left to the worker, as in a job.
     """
-    if folder and folder not in sys.path:
+    if not folder or folder in sys.path:
+        return
+    try:
+        found = os.stat(folder)
+    except (OSError, ValueError):
+        return
+    if stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o022:
         sys.path.insert(1, folder)
+
+
+def as_pysparks_daemon(module: str) -> None:
+    """Name the running script as `python -m pyspark.daemon` names it (sys.argv, sys.orig_argv), not as `module`."""
+    from pyspark import daemon
+
+    sys.argv[0] = daemon.__file__
+    started = getattr(sys, "orig_argv", [])  # the interpreter's own command line, as `python -m` was given it
+    for index, part in enumerate(started):
+        if part == module:
+            started[index] = "pyspark.daemon"
 
 
 def compiled_from(path: str | None):

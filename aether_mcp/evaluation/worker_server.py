@@ -149,6 +149,10 @@ class SparkWorker:
     def session_conf(self) -> dict[str, str]:
         return self.conf
 
+    def own_daemon(self) -> bool:
+        """Whether Spark starts this role's Python workers from a daemon of ours (see evaluation/daemon_start)."""
+        return False
+
     def start_spark(self) -> None:
         from aether_mcp.evaluation import daemon_start, target_evaluation
         from aether_mcp.evaluation.spark_session import create_session
@@ -157,7 +161,8 @@ class SparkWorker:
 
         try:
             self.spark = create_session(self.master, self.session_conf(), app_name=f"aether-mcp-{self.role}", quick_jit=True)
-            daemon_start.tell_daemons(self.spark)  # before any Python function: each carries the environment
+            if self.own_daemon():  # before any Python function: each carries the environment
+                daemon_start.tell_daemons(self.spark, self.master)
             if self.warm:
                 self.warm_up()
         except Exception as exc:  # reported to every request, and the server restarts the worker

@@ -34,6 +34,8 @@ def prepare() -> None:
         import pyspark.daemon  # noqa: F401
         import pyspark.worker  # noqa: F401
     daemon_start.files_folder_on_path(files)
+    if sys.argv and sys.argv[0] == __file__:  # started as `python -m` by Spark: named as a job's daemon is
+        daemon_start.as_pysparks_daemon("aether_mcp.reference.reference_daemon")
 
 
 if __name__ == "__main__":

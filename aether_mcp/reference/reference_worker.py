@@ -15,6 +15,7 @@ from aether_mcp.evaluation.worker_server import Context, SparkWorker, refused, r
 from aether_mcp.wire import value_codec
 
 MAX_CACHED_ROWS = 500_000
+REFERENCE_DAEMON = "aether_mcp.reference.reference_daemon"
 
 
 class ReferenceWorker(SparkWorker):
@@ -27,10 +28,17 @@ class ReferenceWorker(SparkWorker):
         self.loaded: dict[str, Any] = {}
 
     def session_conf(self) -> dict[str, str]:
+        """PySpark's daemon with each worker's start done once (reference_daemon), where the job would use PySpark's own
+        daemon in this process's Python: a local master, and no daemon setting of the job's."""
+        from aether_mcp.evaluation.daemon_start import local_master
+
         conf = dict(self.conf)
-        conf["spark.python.use.daemon"] = "true"
-        conf["spark.python.daemon.module"] = "aether_mcp.reference.reference_daemon"  # PySpark's, each worker's start done once
+        if local_master(self.master) and "spark.python.daemon.module" not in conf and conf.get("spark.python.use.daemon", "true").lower() == "true":
+            conf["spark.python.daemon.module"] = REFERENCE_DAEMON
         return conf
+
+    def own_daemon(self) -> bool:
+        return self.session_conf().get("spark.python.daemon.module") == REFERENCE_DAEMON
 
     def warm_up(self) -> None:
         """The request path once on a built-in UDF (see warm_up), so the first real call finds it compiled."""
