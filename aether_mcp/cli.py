@@ -225,9 +225,10 @@ async def _demo_loop(root: Path) -> int:
         say(f"19. report         -> ship {written['recommended']}, {bench['speedup']:.2f}x in run_benchmark; {len(written['sections'])} sections: the code that replaces the UDF in the job, then the command to verify it before shipping")
         say(f"    report written to {written['artifacts']['markdown']}")
 
-        expected = {
-            "10. the careful rewrite passes the tests": not (run["failed"] or run["errors"]),
+        expected = {  # in step order: the first unmet one is the first to read about above
             "7. the tests catch the naive rewrite": bool(failing),
+            "9. byte_compare proves the draft equal": judged["equal"] is True,
+            "10. the careful rewrite passes the tests": not (run["failed"] or run["errors"]),
             "11. byte_compare proves the careful rewrite equal": proof["equal"] is True,
             "12. byte_compare finds the naive rewrite unequal": caught["equal"] is False,
             "13. audit_candidate passes the careful rewrite": clean["verdict"] == "PASS",
@@ -237,7 +238,6 @@ async def _demo_loop(root: Path) -> int:
             "17. try_optimization records the starting point": best["accepted"] is True,
             "18. try_optimization rejects and reverts the broken step": not step["accepted"] and step["reverted"] and restored,
             "19. the report recommends the careful rewrite": written["recommended"] == "discount_sql",
-            "9. byte_compare proves the draft equal": judged["equal"] is True,
         }
     # after the server and its workers have stopped, as a person runs it before shipping
     verified = _verify(root, ws)

@@ -88,7 +88,7 @@ def test_each_judging_daemon_is_named_as_pysparks_own_in_its_workers(module, ren
 
 
 def test_daemons_are_told_the_folder_only_where_the_executors_share_the_drivers():
-    assert daemon_start.local_master("local") and daemon_start.local_master("local[2]") and daemon_start.local_master("local[*, 3]")
+    assert daemon_start.local_master("local") and daemon_start.local_master("local[2]") and daemon_start.local_master("local[*,3]")
     for master in ("local-cluster[2,1,1024]", "spark://127.0.0.1:7077", "yarn", "k8s://https://host"):
         assert not daemon_start.local_master(master)
         daemon_start.tell_daemons(None, master)  # returns before it touches a session (None has no conf to read)

@@ -78,7 +78,6 @@ def compiled_from(path: str | None):
     import contextlib
     import hashlib
     import marshal
-    import stat
     import zipimport
 
     table: dict = {}
