@@ -160,6 +160,7 @@ def test_every_mode_is_timed_interleaved_with_a_chart_and_a_record(loyalty, work
         assert result.overhead_eliminated is None
     assert by_mode["original"].python_s["time to execute Python code"] > 0 and by_mode["floor"].python_s == {}
     assert result.environment["spark_version"] and result.environment["confs"]["spark.sql.session.timeZone"]
+    assert result.environment["jvm_compiler"] == "quick"  # as this suite's environment asks (conftest)
     record = json.loads(Path(result.artifacts["json"]).read_text())
     assert {mode: len(seconds) for mode, seconds in record["raw_seconds"].items()} == {m: result.repeats for m in ("floor", "original", "original_arrow", "candidate")}
     assert len(record["order"]) == 1 + result.repeats and all(sorted(r) == sorted(record["order"][0]) for r in record["order"])
@@ -242,7 +243,7 @@ def test_cancelling_stops_the_benchmark_application(root, workspace, workers, tm
 
 
 @pytest.mark.slow
-def test_the_benchmark_runs_on_a_cluster_once_the_candidate_passed_its_audit_here(tmp_path, workers, standalone_cluster, connect_server):
+def test_the_benchmark_runs_on_a_cluster_once_the_candidate_passed_its_audit_here(tmp_path, workers, standalone_cluster, connect_server, monkeypatch):
     """The standalone master frozen in aether.toml, then Spark Connect given as the argument: each runs the candidate
     only after audit_candidate passed its current bytes locally (the refusals one by one: test_cluster_gate.py)."""
     shutil.copytree(EXAMPLES / "loyalty_pricing", tmp_path / "loyalty_pricing")
@@ -258,10 +259,14 @@ def test_the_benchmark_runs_on_a_cluster_once_the_candidate_passed_its_audit_her
     assert result.environment["master"] == standalone_cluster and result.failed == []
     assert [m.mode for m in result.modes] == ["floor", "original", "candidate"]
     # The argument wins over aether.toml: local mode, and Spark Connect.
+    # without AETHER_MCP_BENCH_JIT=quick (what users get), the benchmark's driver JVM keeps the optimizing compiler
+    monkeypatch.delenv("AETHER_MCP_BENCH_JIT")
     local = run_benchmark(root, workers, ws, "discount_sql", rows=1000, repeats=1, warmup=0, modes=["floor"], master="local[2]")
-    assert local.environment["master"] == "local[2]"
+    assert local.environment["master"] == "local[2]" and local.environment["jvm_compiler"] == "optimizing"
+    assert result.environment["jvm_compiler"] == "quick"  # the standalone cluster's driver ran here, told by conftest
     connect = run_benchmark(root, workers, ws, "discount_sql", rows=3000, repeats=2, warmup=0, modes=["original", "candidate"], master=connect_server)
     assert connect.environment["master"] == connect_server and connect.failed == [] and connect.speedup is not None
+    assert connect.environment["jvm_compiler"] is None  # the Connect server's JVM is not the benchmark's to ask
     # the whole output checked in the same session, through the server
     assert connect.output_check.startswith("the candidate's output over all 3,000 rows equals"), connect.output_check
 

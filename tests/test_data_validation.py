@@ -185,6 +185,7 @@ def test_an_equal_candidate_over_csv_with_other_column_names_is_equal_and_timed(
     # CSV columns arrive as strings and are cast to the declared types, which the result says
     assert [(c["argument"], c["from"], c["to"]) for c in result.casts] == [("weight", "string", "double"), ("express", "string", "boolean")]
     assert result.original.raised_rows == 0 and result.candidate_run.raised_rows == 0 and result.speedup is not None and result.speedup > 0
+    assert result.jvm_compiler == "quick"  # the original's timing JVM, as this suite's environment asks (conftest)
     assert result.original.timed == result.candidate_run.timed == "every row, as the job wires it"
     # the report counts it as evidence for the candidate it ran, until the candidate changes
     assert "| equal |" in "\n".join(_section(report(root, workspace).embedded_markdown, "Validation on data"))

@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
     local = Path(request["scratch"]) / "spark-local"
     local.mkdir(parents=True, exist_ok=True)
     confined = {"spark.python.use.daemon": "true", "spark.python.daemon.module": "aether_mcp.confined.python_daemon", "spark.local.dir": str(local)}
-    spark = create_session(request["master"], {**config.spark.conf, **request.get("conf", {}), **confined}, "aether-mcp-benchmark")
+    spark = create_session(request["master"], {**config.spark.conf, **request.get("conf", {}), **confined}, "aether-mcp-benchmark", quick_jit=bool(request.get("quick_jit")))
     data = spark.read.parquet(request["data"])
     columns = list(data.columns)
     floor = lambda: data  # noqa: E731
@@ -381,6 +381,8 @@ def _summary(exc: BaseException) -> str:
 
 
 def _environment(spark, request: dict[str, Any]) -> dict[str, Any]:
+    from aether_mcp.evaluation.spark_session import jvm_compiler
+
     cpu = ""
     try:
         cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), "")
@@ -393,6 +395,7 @@ def _environment(spark, request: dict[str, Any]) -> dict[str, Any]:
         "master": request["master"],
         "default_parallelism": _driver_fact(lambda: spark.sparkContext.defaultParallelism),
         "java_version": _driver_fact(lambda: spark.sparkContext._jvm.System.getProperty("java.version")),
+        "jvm_compiler": jvm_compiler(spark),
         "python_version": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "cpu": cpu or platform.processor(),

@@ -23,7 +23,7 @@ def session(request: dict[str, Any], name: str):
     conf = {**config.spark.conf, **request.get("conf", {})}
     if not request["master"].startswith("sc://"):
         conf["spark.local.dir"] = str(local)
-    return config, create_session(request["master"], conf, name)
+    return config, create_session(request["master"], conf, name, quick_jit=bool(request.get("quick_jit")))
 
 
 def apply_and_write(spark, loaded, inputs, columns, path: str, is_import_failure, wired=None) -> dict[str, Any]:

@@ -17,12 +17,40 @@ HARNESS_CONF = {
 
 # A worker's JVM runs many short jobs on new code: the quick compiler alone made a first byte_compare
 # after warm-up 2.9 s instead of 4.2 s and warm ones 1.9 s instead of 2.4 s on 2 cores. The benchmark
-# application keeps the optimizing compiler, since it times long runs at full speed.
+# application keeps the optimizing compiler, since it times long runs at full speed (unless TIMED_JIT_ENV says quick).
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# "quick" in the server's environment: the timed applications (the benchmark's, validate_on_data's) compile with
+# the quick compiler too. Each then starts faster and costs much less CPU, while JVM-side work (a sql candidate,
+# the no-UDF floor) runs slower than in a long job: for short runs on small machines, and test suites. Their
+# results name the compiler their driver JVM ran with (`jvm_compiler`).
+TIMED_JIT_ENV = "AETHER_MCP_BENCH_JIT"
+COMPILER_NOTE = (
+    "the compiler the timing driver JVM ran with: optimizing (as a long job's), or quick (the server's AETHER_MCP_BENCH_JIT=quick:"
+    " JVM-side work such as a sql candidate or the no-UDF floor ran slower than in a long job); null where no local driver JVM could be asked"
+)
 # Set (by processes/class_archive) to an archive of Spark's classes that every local driver JVM maps.
 CLASS_ARCHIVE_ENV = "AETHER_JVM_CLASS_ARCHIVE"
 # Set (by processes/zip_code_cache) to PySpark's zipped modules compiled, which a judging Python daemon loads.
 ZIP_CODE_ENV = "AETHER_ZIP_CODE"
+
+
+def timed_quick_jit() -> bool:
+    """Whether the server was told (TIMED_JIT_ENV=quick) to run the timed applications with the quick compiler."""
+    return os.environ.get(TIMED_JIT_ENV, "").strip().lower() == "quick"
+
+
+def jvm_compiler(spark) -> str | None:
+    """The compiler the driver JVM runs with, read from the JVM itself: "optimizing" (tiers up to C2), "quick" (C1 only).
+
+    None where there is no local driver JVM to ask (Spark Connect).
+    """
+    try:
+        jvm = spark.sparkContext._jvm
+        bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+        level = str(bean.getVMOption("TieredStopAtLevel").getValue())
+    except Exception:
+        return None
+    return {"4": "optimizing", "1": "quick"}.get(level, f"tiers up to {level}")
 
 
 def create_session(master: str, conf: dict[str, str], app_name: str, quick_jit: bool = False):

@@ -28,6 +28,7 @@ from typing import Any
 from aether_mcp.confined import result_file
 from aether_mcp.evaluation.data_runs import UserFacing, apply_and_write, session
 from aether_mcp.evaluation.spark_errors import explain
+from aether_mcp.evaluation.spark_session import jvm_compiler
 
 INPUTS_PHASE, COMPARE_PHASE = "inputs", "compare"
 INPUTS, ORIGINAL, CANDIDATE = "inputs", "original", "candidate"
@@ -138,6 +139,7 @@ def run_compare(request: dict[str, Any], report) -> dict[str, Any]:
     folder = Path(request["folder"])
     report(0, 4, f"starting Spark ({request['master']})")
     config, spark = session(request, "aether-mcp-validate-compare")
+    compiler = jvm_compiler(spark)  # the original's timing is read in this JVM
     names = [arg.name for arg in config.udf.args]
     inputs = spark.read.parquet(str(folder / INPUTS))
     # the original runs only now, after the candidate's application ended: its outputs never existed while candidate code ran
@@ -151,7 +153,7 @@ def run_compare(request: dict[str, Any], report) -> dict[str, Any]:
         candidate_type = candidate.schema[OUTPUT].dataType.simpleString()
         report(4, 4, "done")
         spark.stop()
-        return {"type_mismatch": f"the candidate returns {candidate_type}, the original {out_type.simpleString()}", "original": ran}
+        return {"type_mismatch": f"the candidate returns {candidate_type}, the original {out_type.simpleString()}", "original": ran, "jvm_compiler": compiler}
     report(2, 4, "counting rows by id")
     ids = candidate.groupBy(ROW_ID).count()
     extra = ids.join(inputs.select(ROW_ID), ROW_ID, "left_anti")
@@ -195,6 +197,7 @@ def run_compare(request: dict[str, Any], report) -> dict[str, Any]:
         "within_tolerance": within_tolerance,
         "allowed_returns": allowed_rows,
         "samples": samples,
+        "jvm_compiler": compiler,
     }
 
 

@@ -27,6 +27,7 @@ from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.bench_stats import bootstrap_paired_ci, overhead_eliminated, paired_speedup
 from aether_mcp.evaluation.pandas_forms import EMPTY_GROUP_TYPE
+from aether_mcp.evaluation.spark_session import COMPILER_NOTE, timed_quick_jit
 from aether_mcp.judge.raise_regions import RaiseRegions
 from aether_mcp.lazy_import import lazy_module
 from aether_mcp.nested_values import arrow_values
@@ -101,7 +102,7 @@ class RunBenchmarkResult(BaseModel):
     data: str
     data_spec: dict[str, dict[str, Any]] = Field(default_factory=dict, description="the settings the benchmark data was drawn with (generate_data's spec_used)")
     data_spec_from: list[str] = Field(default_factory=list, description="why each setting not given in spec was chosen")
-    environment: dict[str, Any]
+    environment: dict[str, Any] = Field(description="where the rounds ran: Spark and Java versions, master, cores, CPU, memory, the confs that shape a run, and jvm_compiler: " + COMPILER_NOTE)
     artifacts: dict[str, str] = Field(description="json: the full result with every run's seconds; chart: a PNG of the modes")
     duration_s: float
 
@@ -312,8 +313,7 @@ def _run_application(
 ) -> tuple[Path, dict[str, Any]]:
     """Run the benchmark's own Spark application on `plan`, confined; (its folder, its raw result).
 
-    `best`: a folder holding another version's candidate/ files (try_optimization's best so far).
-    """
+    `best`: a folder holding another version's candidate/ files (try_optimization's best so far); quick_jit: see TIMED_JIT_ENV."""
     chosen = master or opened.config.benchmark.master or opened.config.spark.master
     pinned = passed_here_for(opened, target.removeprefix("candidate:"), chosen, "the benchmark")
     try:
@@ -321,7 +321,7 @@ def _run_application(
     except confined_child.ChangedSinceAudit as exc:
         raise ToolError(f"{exc}; nothing ran on {chosen}. {exc.next_step}") from None
     folder = _new_run_folder(opened)
-    request = {**given, "data": data, "master": chosen, "seed": draws.seed("benchmark.order", bits=32), **plan}
+    request = {**given, "data": data, "master": chosen, "seed": draws.seed("benchmark.order", bits=32), "quick_jit": timed_quick_jit(), **plan}
     poll = ChildProgress(lambda step: report(int(step["done"]), int(step["total"]) or None, str(step["message"])))
     raw = _run_child(opened, "aether_mcp.confined.bench_runner", folder, request, "raw.json", data, timeout_s, cancel, poll, "the benchmark's Spark application", resolved)
     return folder, raw

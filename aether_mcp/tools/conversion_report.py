@@ -169,6 +169,7 @@ def _benchmarks(opened: Workspace) -> list[dict[str, Any]]:
                 "master": (data.get("environment") or {}).get("master"),
                 "cores": (data.get("environment") or {}).get("cpu_count"),
                 "spark_version": (data.get("environment") or {}).get("spark_version"),
+                "jvm_compiler": (data.get("environment") or {}).get("jvm_compiler"),
                 "chart": (data.get("artifacts") or {}).get("chart"),
                 "json": str(path),
             }

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from aether_mcp import paging
 from aether_mcp.backend import CPU
+from aether_mcp.evaluation.spark_session import COMPILER_NOTE, timed_quick_jit
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes import confined_child, confinement, subprocess_runner
 from aether_mcp.progress_report import ChildProgress
@@ -86,6 +87,7 @@ class ValidateOnDataResult(BaseModel):
     original: SideRun
     candidate_run: SideRun
     speedup: float | None = Field(description="original seconds / candidate seconds over the same rows; null where either raised on some rows")
+    jvm_compiler: str | None = Field(None, description=COMPILER_NOTE)
     confined: bool
     confinement: str
     result_path: str
@@ -128,7 +130,7 @@ def validate_on_data(
     applied, not_applied, tolerance, allowed = _deviations(opened, name)
     # what this run judges (candidate, original, deviations), so the report can tell it from a run on other files
     judged = candidate_results.state_digests(opened, name)
-    base = {"config": opened.config.model_dump(mode="json"), "master": chosen_master, "folder": str(folder)}
+    base = {"config": opened.config.model_dump(mode="json"), "master": chosen_master, "folder": str(folder), "quick_jit": timed_quick_jit()}
     deadline = time.monotonic() + timeout_s
     offset = [0]
     total = sum(STEPS)
@@ -198,6 +200,7 @@ def validate_on_data(
         original=SideRun(seconds=original["seconds"], application_s=original["application_s"], raised_rows=original["raised_rows"], timed=original["timed"]),
         candidate_run=SideRun(seconds=candidate_raw["seconds"], application_s=candidate_s, raised_rows=candidate_raw["raised_rows"], timed=candidate_raw["timed"]),
         speedup=speedup,
+        jvm_compiler=compared.get("jvm_compiler"),
         confined=status.confined,
         confinement=status.how + _executors_note(chosen_master),
         result_path=str(folder / "result.json"),
