@@ -395,7 +395,7 @@ def _environment(spark, request: dict[str, Any]) -> dict[str, Any]:
         "master": request["master"],
         "default_parallelism": _driver_fact(lambda: spark.sparkContext.defaultParallelism),
         "java_version": _driver_fact(lambda: spark.sparkContext._jvm.System.getProperty("java.version")),
-        "jvm_compiler": jvm_compiler(spark),
+        "jvm_compiler": jvm_compiler(spark, request["master"]),
         "python_version": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "cpu": cpu or platform.processor(),

@@ -19,14 +19,15 @@ HARNESS_CONF = {
 # after warm-up 2.9 s instead of 4.2 s and warm ones 1.9 s instead of 2.4 s on 2 cores. The benchmark
 # application keeps the optimizing compiler, since it times long runs at full speed (unless TIMED_JIT_ENV says quick).
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
-# "quick" in the server's environment: the timed applications (the benchmark's, validate_on_data's) compile with
-# the quick compiler too. Each then starts faster and costs much less CPU, while JVM-side work (a sql candidate,
-# the no-UDF floor) runs slower than in a long job: for short runs on small machines, and test suites. Their
-# results name the compiler their driver JVM ran with (`jvm_compiler`).
+# "quick" in the server's environment: the timed applications (the benchmark's, validate_on_data's) on a local
+# master compile with the quick compiler too. Each then starts faster and costs much less CPU, while JVM-side work
+# (a sql candidate, the no-UDF floor) runs slower than in a long job: for short runs on small machines, and test
+# suites. Their results name the compiler the timing JVM ran with (`jvm_compiler`), and their texts say quick.
 TIMED_JIT_ENV = "AETHER_MCP_BENCH_JIT"
 COMPILER_NOTE = (
-    "the compiler the timing driver JVM ran with: optimizing (as a long job's), or quick (the server's AETHER_MCP_BENCH_JIT=quick:"
-    " JVM-side work such as a sql candidate or the no-UDF floor ran slower than in a long job); null where no local driver JVM could be asked"
+    "the compiler the JVM that timed the runs used, read from it: optimizing (as a long job's), or quick (C1 only: the server's"
+    " AETHER_MCP_BENCH_JIT=quick, or the Spark installation's own settings; JVM-side work such as a sql candidate or the no-UDF floor"
+    " then ran slower than in a long job), or interpreted; null on a cluster or through Spark Connect, whose executors' JVMs are not asked"
 )
 # Set (by processes/class_archive) to an archive of Spark's classes that every local driver JVM maps.
 CLASS_ARCHIVE_ENV = "AETHER_JVM_CLASS_ARCHIVE"
@@ -34,23 +35,38 @@ CLASS_ARCHIVE_ENV = "AETHER_JVM_CLASS_ARCHIVE"
 ZIP_CODE_ENV = "AETHER_ZIP_CODE"
 
 
-def timed_quick_jit() -> bool:
-    """Whether the server was told (TIMED_JIT_ENV=quick) to run the timed applications with the quick compiler."""
-    return os.environ.get(TIMED_JIT_ENV, "").strip().lower() == "quick"
+def timed_quick_jit(master: str) -> bool:
+    """Whether the server was told (TIMED_JIT_ENV=quick) to time on the quick compiler, and `master` is local (one JVM does the work)."""
+    return os.environ.get(TIMED_JIT_ENV, "").strip().lower() == "quick" and _local(master)
 
 
-def jvm_compiler(spark) -> str | None:
-    """The compiler the driver JVM runs with, read from the JVM itself: "optimizing" (tiers up to C2), "quick" (C1 only).
+def _local(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
 
-    None where there is no local driver JVM to ask (Spark Connect).
-    """
+
+def compiler_note(environment: dict | None) -> str:
+    """A sentence's tail for results whose timings ran on the quick compiler; empty otherwise."""
+    return " (timed on the quick JVM compiler, AETHER_MCP_BENCH_JIT=quick: JVM-side work runs faster in a long job)" if (environment or {}).get("jvm_compiler") == "quick" else ""
+
+
+def jvm_compiler(spark, master: str) -> str | None:
+    """The compiler the local JVM that runs every task uses, read from the JVM itself: "optimizing" (tiers up to C2),
+    "quick" (C1 only), "interpreted", or None where the work runs in JVMs not asked (a cluster's executors, Spark Connect)."""
+    if not _local(master):
+        return None
     try:
         jvm = spark.sparkContext._jvm
         bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
-        level = str(bean.getVMOption("TieredStopAtLevel").getValue())
+        level, info = str(bean.getVMOption("TieredStopAtLevel").getValue()), str(jvm.System.getProperty("java.vm.info"))
     except Exception:
         return None
-    return {"4": "optimizing", "1": "quick"}.get(level, f"tiers up to {level}")
+    try:
+        mode = str(bean.getVMOption("CompilationMode").getValue())
+    except Exception:  # a JVM without the option
+        mode = "default"
+    if "interpreted" in info:
+        return "interpreted"
+    return "quick" if mode == "quick-only" or level in ("1", "2", "3") else "optimizing"
 
 
 def create_session(master: str, conf: dict[str, str], app_name: str, quick_jit: bool = False):

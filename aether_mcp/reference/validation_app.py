@@ -139,7 +139,7 @@ def run_compare(request: dict[str, Any], report) -> dict[str, Any]:
     folder = Path(request["folder"])
     report(0, 4, f"starting Spark ({request['master']})")
     config, spark = session(request, "aether-mcp-validate-compare")
-    compiler = jvm_compiler(spark)  # the original's timing is read in this JVM
+    compiler = jvm_compiler(spark, request["master"])  # the original's timing is read in this JVM
     names = [arg.name for arg in config.udf.args]
     inputs = spark.read.parquet(str(folder / INPUTS))
     # the original runs only now, after the candidate's application ended: its outputs never existed while candidate code ran

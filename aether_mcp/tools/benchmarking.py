@@ -27,7 +27,7 @@ from aether_mcp.backend import ALLOCATOR_POLICY, CPU, Resolved, gpu_problem
 from aether_mcp.bench_data import GenerateDataResult
 from aether_mcp.bench_stats import bootstrap_paired_ci, overhead_eliminated, paired_speedup
 from aether_mcp.evaluation.pandas_forms import EMPTY_GROUP_TYPE
-from aether_mcp.evaluation.spark_session import COMPILER_NOTE, timed_quick_jit
+from aether_mcp.evaluation.spark_session import COMPILER_NOTE, compiler_note, timed_quick_jit
 from aether_mcp.judge.raise_regions import RaiseRegions
 from aether_mcp.lazy_import import lazy_module
 from aether_mcp.nested_values import arrow_values
@@ -313,7 +313,7 @@ def _run_application(
 ) -> tuple[Path, dict[str, Any]]:
     """Run the benchmark's own Spark application on `plan`, confined; (its folder, its raw result).
 
-    `best`: a folder holding another version's candidate/ files (try_optimization's best so far); quick_jit: see TIMED_JIT_ENV."""
+    `best`: a folder holding another version's candidate/ files (try_optimization's best so far). The request's quick_jit: TIMED_JIT_ENV."""
     chosen = master or opened.config.benchmark.master or opened.config.spark.master
     pinned = passed_here_for(opened, target.removeprefix("candidate:"), chosen, "the benchmark")
     try:
@@ -321,7 +321,7 @@ def _run_application(
     except confined_child.ChangedSinceAudit as exc:
         raise ToolError(f"{exc}; nothing ran on {chosen}. {exc.next_step}") from None
     folder = _new_run_folder(opened)
-    request = {**given, "data": data, "master": chosen, "seed": draws.seed("benchmark.order", bits=32), "quick_jit": timed_quick_jit(), **plan}
+    request = {**given, "data": data, "master": chosen, "seed": draws.seed("benchmark.order", bits=32), **plan, "quick_jit": timed_quick_jit(chosen)}
     poll = ChildProgress(lambda step: report(int(step["done"]), int(step["total"]) or None, str(step["message"])))
     raw = _run_child(opened, "aether_mcp.confined.bench_runner", folder, request, "raw.json", data, timeout_s, cancel, poll, "the benchmark's Spark application", resolved)
     return folder, raw
@@ -519,7 +519,7 @@ def tune_arrow_batch(
     best = {target: min((p for p in points if p.target == target), key=lambda p: p.median_s).max_records_per_batch for target in targets if any(p.target == target for p in points)}
     if "candidate" in best:
         size = best["candidate"]
-        recommendation = f'set {ARROW_BATCH_CONF}={size} for the job (spark.conf.set("{ARROW_BATCH_CONF}", "{size}"), or --conf {ARROW_BATCH_CONF}={size}); the default is 10000.'
+        recommendation = f'set {ARROW_BATCH_CONF}={size} for the job (spark.conf.set("{ARROW_BATCH_CONF}", "{size}"), or --conf {ARROW_BATCH_CONF}={size}); the default is 10000.{compiler_note(raw.get("environment"))}'
     else:
         recommendation = "no batch size ran to completion; see failed."
     result = TuneArrowBatchResult(

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from aether_mcp import paging
+from aether_mcp.evaluation.spark_session import compiler_note
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.tools import spec_strength
 from aether_mcp.tools.benchmarking import BENCH_DIR
@@ -282,14 +283,14 @@ def _recommendation(opened: Workspace, data: dict[str, Any]) -> dict[str, Any]:
             "wiring": None,
         }
 
-    def latest_speedup(name: str) -> tuple[float | None, list[float] | None]:
+    def latest_speedup(name: str) -> tuple[float | None, list[float] | None, dict[str, Any]]:
         digest = verified[name]["digest"]
         current = [b for b in data["benchmarks"] if b["candidate"] == name and b.get("candidate_digest") == digest and b["speedup"] is not None]
-        return (current[-1]["speedup"], current[-1]["speedup_ci"]) if current else (None, None)
+        return (current[-1]["speedup"], current[-1]["speedup_ci"], {"jvm_compiler": current[-1].get("jvm_compiler")}) if current else (None, None, {})
 
     measured = {name: latest_speedup(name) for name in sorted(verified)}
     # a win is faster over its whole interval; a point estimate above 1 with an interval reaching below is not one
-    winners = [name for name, (speedup, interval) in measured.items() if speedup is not None and (interval[0] if interval else speedup) > 1.0]
+    winners = [name for name, (speedup, interval, _) in measured.items() if speedup is not None and (interval[0] if interval else speedup) > 1.0]
     if not winners:
         numbers = "; ".join(_speed_text(name, *measured[name]) for name in measured)
         return {
@@ -299,21 +300,21 @@ def _recommendation(opened: Workspace, data: dict[str, Any]) -> dict[str, Any]:
             "wiring": None,
         }
     chosen = max(winners, key=lambda name: (measured[name][0], name))
-    speedup, interval = measured[chosen]
+    speedup, interval, environment = measured[chosen]
     kind = verified[chosen]["target"]
     others = [name for name in measured if name != chosen]
     compared = f" The other verified candidates: {'; '.join(_speed_text(name, *measured[name]) for name in others)}." if others else ""
     deviations_note = f"; it carries {len(verified[chosen]['deviations'])} recorded deviation(s), listed above" if verified[chosen]["deviations"] else ""
-    summary = f"ship candidate/{chosen}.py ({kind}): equal to the original on every compared row and audited clean, {_speed_text(chosen, speedup, interval, named=False)}{deviations_note}.{compared}"
+    summary = f"ship candidate/{chosen}.py ({kind}): equal to the original on every compared row and audited clean, {_speed_text(chosen, speedup, interval, environment, named=False)}{deviations_note}.{compared}"
     return {"candidate": chosen, "summary": summary, "speedup": speedup, "speedup_ci": interval, "wiring": wiring(opened, chosen, kind, data["call_sites"], data["arrow_batch"])}
 
 
-def _speed_text(name: str, speedup: float | None, interval: list[float] | None, named: bool = True) -> str:
+def _speed_text(name: str, speedup: float | None, interval: list[float] | None, environment: dict[str, Any] | None = None, named: bool = True) -> str:
     who = f"{name} " if named else ""
     if speedup is None:
         return f"{who}not benchmarked on its current file (run_benchmark(workspace, {name!r}) measures it)"
     where = f" (95% CI {interval[0]:.2f}-{interval[1]:.2f})" if interval else ""
-    return f"{who}{speedup:.2f}x the original's speed in run_benchmark{where}"
+    return f"{who}{speedup:.2f}x the original's speed in run_benchmark{where}{compiler_note(environment)}"
 
 
 def wiring(opened: Workspace, name: str, kind: str, call_sites: list[dict[str, Any]], arrow_batch: list[dict[str, Any]]) -> str:
@@ -471,7 +472,7 @@ def render_markdown(data: dict[str, Any]) -> str:
             speed = f"{b['speedup']:.2f}x ({b['speedup_ci'][0]:.2f}-{b['speedup_ci'][1]:.2f})" if b["speedup"] is not None and b["speedup_ci"] else "-"
             overhead = f"{b['overhead_eliminated']:.0%}" if b["overhead_eliminated"] is not None else "-"
             where = b["backend"] + (" (verified)" if b["gpu_verified"] else " (not verified)" if b["backend"] == "gpu" else "")
-            out.append(f"| {b['run']} | {b['candidate']} | {where} | {b['rows']:,} | {cell('floor')} | {cell('original')} | {cell('candidate')} | {speed} | {overhead} | {b['master']}, {b['cores']} |")
+            out.append(f"| {b['run']} | {b['candidate']} | {where} | {b['rows']:,} | {cell('floor')} | {cell('original')} | {cell('candidate')} | {speed} | {overhead} | {b['master']}, {b['cores']}{' (quick JVM compiler)' if b.get('jvm_compiler') == 'quick' else ''} |")
         out.append("")
         out += [f"![{b['candidate']} {b['run']}]({b['chart']})" for b in data["benchmarks"] if b.get("chart")]
         out.append("")

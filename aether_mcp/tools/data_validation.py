@@ -130,7 +130,7 @@ def validate_on_data(
     applied, not_applied, tolerance, allowed = _deviations(opened, name)
     # what this run judges (candidate, original, deviations), so the report can tell it from a run on other files
     judged = candidate_results.state_digests(opened, name)
-    base = {"config": opened.config.model_dump(mode="json"), "master": chosen_master, "folder": str(folder), "quick_jit": timed_quick_jit()}
+    base = {"config": opened.config.model_dump(mode="json"), "master": chosen_master, "folder": str(folder), "quick_jit": timed_quick_jit(chosen_master)}
     deadline = time.monotonic() + timeout_s
     offset = [0]
     total = sum(STEPS)

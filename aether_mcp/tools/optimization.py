@@ -25,6 +25,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from aether_mcp import bench_data, draws
+from aether_mcp.evaluation.spark_session import compiler_note
 from aether_mcp.path_guard import SandboxRoot
 from aether_mcp.processes.worker_pool import WorkerPool
 from aether_mcp.tools.benchmarking import (
@@ -150,7 +151,7 @@ def try_optimization(
             speedup = paired_speedup(raw["runs"]["best"], raw["runs"]["candidate"])
             interval = bootstrap_paired_ci(raw["runs"]["best"], raw["runs"]["candidate"])
             accepted, reason = decide(speedup, interval, min_gain)
-            reason += f"; {len(raw['runs']['candidate'])} timed rounds ({_ended_text(raw)})"
+            reason += f"; {len(raw['runs']['candidate'])} timed rounds ({_ended_text(raw)}){compiler_note(raw.get('environment'))}"
     report(2, 3, "accepted" if accepted else "rejected: restoring the best version")
     return _finish(
         opened, name, step, label, state, attempt, accepted=accepted, reverted=not accepted, reason=reason, min_gain=min_gain, started=started,
