@@ -302,12 +302,13 @@ BATCHES = textwrap.dedent(
     import pyarrow as pa
     from aether_mcp.confined import arrow_batches
 
-    path, size, audit = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "audit"
+    path, size, audit, repeat = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "audit", sys.argv[4] == "repeat"
     if audit:
         from aether_mcp.confined import watch
         watch.install()
     mapper = arrow_batches.make_mapper(open(path).read(), "digest", path, "evaluate", pa.int64(), audit=audit)
-    batches = [pa.RecordBatch.from_arrays([pa.array(range(start, start + size), pa.int64())] * 2, names=["id", "n"]) for start in (0, size)]
+    # (repeat: the second batch holds the first one's values again, as the next layout of the same rows does)
+    batches = [pa.RecordBatch.from_arrays([pa.array(range(start, start + size), pa.int64()), pa.array(range(0 if repeat else start, (0 if repeat else start) + size), pa.int64())], names=["id", "n"]) for start in (0, size)]
     out = [batch.to_pydict() for batch in mapper(iter(batches))]
     module = next(iter(arrow_batches._LOADED.values()))
     calls, traced = module.CALLS, getattr(module, "TRACED", None)
@@ -317,14 +318,15 @@ BATCHES = textwrap.dedent(
 )
 
 
-def _two_batches(tmp_path, checks: str, size: int = 8, audit: bool = False) -> dict:
-    """Rows 0-7 and 8-15 (or of another `size`) in two Arrow batches through a candidate that records each call's
-    length, runs `checks`, and returns n * 2: the outputs, the errors, the calls' lengths and (`audit`) each batch's
-    audit report."""
+def _two_batches(tmp_path, checks: str, size: int = 8, audit: bool = False, repeat: bool = False) -> dict:
+    """Rows 0-7 and 8-15 (or of another `size`; `repeat`: 0-7 twice) in two Arrow batches, in one worker process, through
+    a candidate that records each call's length, runs `checks`, and returns n * 2: the outputs, the errors, the calls'
+    lengths and (`audit`) each batch's audit report."""
     tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "candidate.py"
     path.write_text("CALLS = []\n\n\ndef evaluate(n):\n    CALLS.append(len(n))\n" + textwrap.indent(textwrap.dedent(checks), "    ") + "    return n * 2\n")
-    completed = subprocess.run([sys.executable, "-c", BATCHES, str(path), str(size), "audit" if audit else "run"], capture_output=True, text=True, timeout=120)
+    argv = [sys.executable, "-c", BATCHES, str(path), str(size), "audit" if audit else "run", "repeat" if repeat else "new"]
+    completed = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr[-2000:]
     return json.loads(completed.stdout)
 
@@ -426,3 +428,73 @@ def test_rows_that_return_alone_but_fail_together_fail_as_the_jobs_batch_would(t
     together = "MemoryError: too many rows at once (raised on the 7 rows of this batch that return alone, together: a job's batch holding them fails)"
     assert report["errors"][0] == [together] * 3 + ["ValueError: three"] + [together] * 4
     assert report["errors"][1] == ["MemoryError: too many rows at once (raised on this batch of 8 rows, though no row of it raises alone: a job's batch holding them fails)"] * 8
+
+
+def test_rows_met_again_in_a_failing_batch_are_not_isolated_again_but_every_batch_and_its_rows_together_still_run(tmp_path):
+    # The next layout of the same rows (and the next call) gives a worker the rows it has isolated before: what each did
+    # alone is known, so their isolation needs no call. The batch's own call and the call over the rows that return
+    # together still run, and judge: a batch of the same rows that now fails together fails as the job's would.
+    dense = _two_batches(tmp_path / "dense", "if (n % 3 == 0).any():\n    raise ValueError('a multiple of three')\n", size=1_000, repeat=True)
+    assert dense["errors"][0] == dense["errors"][1] == [("ValueError: a multiple of three" if n % 3 == 0 else None) for n in range(1_000)]
+    assert dense["outputs"][0] == dense["outputs"][1] == [(None if n % 3 == 0 else n * 2) for n in range(1_000)]
+    # the second batch: its own call, a few for the rows the first one resolved in parts, not alone, and the rows together
+    second = dense["calls"][dense["calls"].index(1_000, 1) :]
+    assert len(dense["calls"]) - len(second) > 1_000 and second[0] == 1_000 and second[-1] == 666 and len(second) < 40, second
+    sparse = _two_batches(tmp_path / "sparse", "if (n == 3).any():\n    raise ValueError('three')\n", repeat=True)
+    # rows 2 and 3 were resolved alone, so their part is not called again; the parts that returned whole are
+    assert sparse["calls"] == [8, 4, 2, 2, 1, 1, 4, 7] + [8, 4, 2, 4, 7] and sparse["errors"][0] == sparse["errors"][1]
+    assert sparse["outputs"][1] == [0, 2, 4, None, 8, 10, 12, 14]
+    # what the rows do together is never taken from before: the second batch's rows return alone, as before, and fail together
+    flaky = "if (n == 3).any():\n    raise ValueError('three')\nif len(n) > 4 and len(CALLS) > 9:\n    raise MemoryError('too many rows at once')\n"
+    turned = _two_batches(tmp_path / "turned", flaky, repeat=True)
+    assert turned["calls"] == [8, 4, 2, 2, 1, 1, 4, 7] + [8, 4, 2, 4, 7] and turned["outputs"][0] == [0, 2, 4, None, 8, 10, 12, 14]
+    together = "MemoryError: too many rows at once (raised on the 7 rows of this batch that return alone, together: a job's batch holding them fails)"
+    assert turned["errors"][1] == [together] * 3 + ["ValueError: three"] + [together] * 4 and turned["outputs"][1] == [None] * 8
+
+
+def test_a_row_is_known_again_only_by_exactly_its_values():
+    # -0.0 and 0.0, NaNs with other bits, NaN and null, "" and null are different arguments, and a row sliced out of a
+    # longer batch is the same row; a batch holding a type not keyed here is isolated by calls, as before.
+    import math
+    import struct
+
+    import numpy as np
+    import pyarrow as pa
+
+    from aether_mcp.confined.arrow_batches import _row_keys
+
+    other_nan = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000001))[0]
+    f32_nan = np.array([0x7FC00001], dtype=np.uint32).view(np.float32)[0]
+    batch = pa.RecordBatch.from_arrays(
+        [
+            pa.array(range(7), pa.int64()),
+            pa.array([0.0, -0.0, math.nan, other_nan, None, 1.5, 1.5], pa.float64()),
+            pa.array(np.array([0.0, -0.0, np.nan, f32_nan, 0.0, 1.5, 1.5], dtype=np.float32), pa.float32(), mask=np.array([0, 0, 0, 0, 1, 0, 0], bool)),
+            pa.array(["", "", "a", "a", None, "b", "b"]),
+            pa.array([True, False, None, True, True, None, None]),
+        ],
+        names=["id", "d", "f", "s", "b"],
+    )
+    keys = _row_keys(batch)
+    assert len(set(keys[:6])) == 6 and keys[5] == keys[6]
+    assert _row_keys(batch.slice(3, 4)) == keys[3:]
+    for unkeyed in (pa.array([1], pa.decimal128(5, 2)), pa.array([[1]]), pa.array([0], pa.timestamp("us"))):
+        assert _row_keys(pa.RecordBatch.from_arrays([pa.array([0]), unkeyed], names=["id", "x"])) is None
+
+
+def test_what_rows_did_alone_is_kept_up_to_a_size_then_new_rows_are_isolated_by_calls_again(monkeypatch):
+    # A bound of a few hundred bytes here stands in for the default's 16 MB, which would take ~100,000 rows to fill.
+    import pyarrow as pa
+
+    from aether_mcp.confined import arrow_batches
+
+    monkeypatch.setattr(arrow_batches, "ALONE_BYTES_KEPT", 350)
+    batch = pa.RecordBatch.from_arrays([pa.array(range(4)), pa.array(["a", "bb", "c" * 200, "d"])], names=["id", "s"])
+    alone = arrow_batches._Alone()
+    memo = arrow_batches._Memo(batch, alone)
+    assert memo.known(0, 1) is None  # nothing known yet
+    for row, outcome in enumerate([None, "ValueError: bad", None, None]):
+        memo.record(row, outcome)
+    # rows 0 and 1 (about 100 bytes each with their outcomes) are kept; row 2's 200 characters would pass the bound, row 3 fits
+    assert alone.outcomes == {("a",): None, ("bb",): "ValueError: bad", ("d",): None} and alone.size <= 350
+    assert memo.known(0, 2) == [None, "ValueError: bad"] and memo.known(1, 3) is None

@@ -38,6 +38,22 @@ AUDIT = "__aether_audit"
 IMPORT_FAILURE = "AETHER_CANDIDATE_IMPORT_FAILED"
 
 _LOADED: dict[str, types.ModuleType] = {}
+# What each row did when the isolation of a failing batch called the candidate on it alone (None: it returned; else what
+# it raised), per candidate as loaded in this worker process, keyed by the row's exact argument values. The same rows
+# reach a worker again in the next layout of the same call and in the next call: their isolation then needs no call
+# for rows it knows. Every batch's own call and the call over the rows that return together still run (see _Memo).
+_ALONE: dict[str, _Alone] = {}
+ALONE_BYTES_KEPT = 16_000_000  # about, per candidate and process: beyond it, rows are isolated by calls again
+
+
+class _Alone:
+    """What rows did alone (row key -> None or what it raised), and about how many bytes the keys and outcomes hold."""
+
+    __slots__ = ("outcomes", "size")
+
+    def __init__(self) -> None:
+        self.outcomes: dict[tuple, str | None] = {}
+        self.size = 0
 
 
 class CandidateImportError(RuntimeError):
@@ -108,8 +124,9 @@ def make_mapper(
             if batch.num_rows == 0:
                 continue
             series = [backend.from_arrow(batch.column(i)) for i in range(1, batch.num_columns)]
+            memo = _Memo(batch, _ALONE.setdefault(digest + (":audit" if audit else ""), _Alone()))
             if not audit:
-                outputs, errors = _evaluate_batch(evaluate, series, return_type)
+                outputs, errors = _evaluate_batch(evaluate, series, return_type, memo=memo)
                 yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors, _events(batch.num_rows)], names=[ROW_ID, OUTPUT, ERROR, EVENTS])
                 continue
             before = watch.checksum(series)
@@ -119,7 +136,7 @@ def make_mapper(
                 # those calls are never counted (the count then comes from one call over the rows that return,
                 # below), so they run without the step counter, several times faster. Threads, children, module
                 # state and the audit hook are still watched across them.
-                outputs, errors = _evaluate_batch(evaluate, series, return_type, on_failure=watched.stop_counting)
+                outputs, errors = _evaluate_batch(evaluate, series, return_type, on_failure=watched.stop_counting, memo=memo)
             changed = _changed_state(state, watch.module_state(module))
             counted, rows = watched, batch.num_rows
             if errors.null_count < batch.num_rows:
@@ -267,13 +284,76 @@ class _Tally:
 
 DENSE_AFTER_ROWS = 8
 DENSE_FRACTION = 0.3
+_UNKNOWN = object()
 
 
-def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataType, start: int, stop: int, tally: _Tally) -> tuple[pa.Array, pa.Array]:
+class _Memo:
+    """A batch's rows as keys into what rows did alone before (`alone`, this candidate's in this process).
+
+    The isolation only attributes a batch's failure to rows: the outputs its parts return are never used
+    (the rows that return take theirs from the call over them together, in _evaluate_batch). A part whose
+    rows all did something alone before is therefore not called again: each raises what it raised alone,
+    the others return. A row is keyed by its exact values, floats by their bits, null apart, in the
+    argument types of every batch of this candidate; a batch holding a type not keyed here is isolated by
+    calls alone, as is every new row once about ALONE_BYTES_KEPT are kept.
+    """
+
+    __slots__ = ("batch", "alone", "keys")
+
+    def __init__(self, batch: pa.RecordBatch, alone: _Alone) -> None:
+        self.batch, self.alone, self.keys = batch, alone, None
+
+    def known(self, start: int, stop: int) -> list[Any] | None:
+        """What rows start..stop did alone, or None unless every one of them is known."""
+        if self.keys is None:
+            self.keys = _row_keys(self.batch) or []
+        outcomes = self.alone.outcomes
+        if not self.keys or not outcomes:
+            return None
+        known = [outcomes.get(self.keys[row], _UNKNOWN) for row in range(start, stop)]
+        return None if any(outcome is _UNKNOWN for outcome in known) else known
+
+    def record(self, row: int, outcome: str | None) -> None:
+        if not self.keys:
+            return
+        key = self.keys[row]
+        size = 100 + len(outcome or "") + sum(len(value) for value in key if isinstance(value, (str, bytes)))
+        if self.alone.size + size <= ALONE_BYTES_KEPT:
+            self.alone.outcomes[key] = outcome
+            self.alone.size += size
+
+
+def _row_keys(batch: pa.RecordBatch) -> list[tuple] | None:
+    """Each row's argument values exactly (floats by their bits, null as None), or None if a column's type is not keyed here."""
+    import numpy as np
+
+    columns = []
+    for column in batch.columns[1:]:
+        kind = column.type
+        if pa.types.is_float32(kind) or pa.types.is_float64(kind):
+            width = np.uint32 if pa.types.is_float32(kind) else np.uint64
+            data = column.buffers()[1]
+            bits = np.frombuffer(data, dtype=width, count=column.offset + len(column))[column.offset :].tolist() if data is not None else [0] * len(column)
+            columns.append([None if null else value for value, null in zip(bits, column.is_null().to_pylist())])
+        elif any(check(kind) for check in (pa.types.is_integer, pa.types.is_boolean, pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_date32)):
+            columns.append(column.to_pylist())
+        else:
+            return None
+    return list(zip(*columns))
+
+
+def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataType, start: int, stop: int, tally: _Tally, memo: _Memo | None = None) -> tuple[pa.Array, pa.Array]:
     size = stop - start
+    known = memo.known(start, stop) if memo is not None else None
+    if known is not None:
+        tally.resolved += size
+        tally.raised += sum(outcome is not None for outcome in known)
+        return pa.nulls(size, return_type), pa.array(known, pa.string())
     try:
         outputs = _outputs(evaluate, series if start == 0 and stop == len(series[0]) else [s.iloc[start:stop] for s in series], return_type)
         tally.resolved += size
+        if size == 1 and memo is not None:
+            memo.record(start, None)
         return outputs
     except CandidateImportError:
         raise
@@ -286,15 +366,19 @@ def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataT
         if size == 1:
             tally.resolved += 1
             tally.raised += 1
+            if memo is not None:
+                memo.record(start, f"{type(exc).__name__}: {exc}")
             return pa.nulls(1, return_type), pa.array([f"{type(exc).__name__}: {exc}"], pa.string())
         # each row once where most rows raise alone, else halves: either way every row ends in a part that returned or alone
         parts = [(row, row + 1) for row in range(start, stop)] if tally.dense() else [(start, start + size // 2), (start + size // 2, stop)]
-        done = [_evaluate_isolating(evaluate, series, return_type, first, last, tally) for first, last in parts]
+        done = [_evaluate_isolating(evaluate, series, return_type, first, last, tally, memo) for first, last in parts]
         return pa.concat_arrays([outputs for outputs, _ in done]), pa.concat_arrays([errors for _, errors in done])
 
 
-def _evaluate_batch(evaluate, series: list[pd.Series], return_type: pa.DataType, on_failure: Callable[[], None] | None = None) -> tuple[pa.Array, pa.Array]:
-    """One Arrow batch: outputs and errors per row, the rows that raise alone split off by halving.
+def _evaluate_batch(
+    evaluate, series: list[pd.Series], return_type: pa.DataType, on_failure: Callable[[], None] | None = None, memo: _Memo | None = None
+) -> tuple[pa.Array, pa.Array]:
+    """One Arrow batch: outputs and errors per row, the rows that raise alone split off by halving (`memo`: see _Memo).
 
     Halving finds the rows that raise on their own; the rows left must then return together, as
     they would in a job's batch without those rows. Where they do not (a candidate that fails on
@@ -314,8 +398,8 @@ def _evaluate_batch(evaluate, series: list[pd.Series], return_type: pa.DataType,
     if size == 1 or isinstance(failure, (watch.WatchRefused, watch.TripwireTriggered)):
         return pa.nulls(size, return_type), pa.array([f"{type(failure).__name__}: {failure}"] * size, pa.string())
     middle, tally = size // 2, _Tally()
-    left = _evaluate_isolating(evaluate, series, return_type, 0, middle, tally)
-    right = _evaluate_isolating(evaluate, series, return_type, middle, size, tally)
+    left = _evaluate_isolating(evaluate, series, return_type, 0, middle, tally, memo)
+    right = _evaluate_isolating(evaluate, series, return_type, middle, size, tally, memo)
     outputs, errors = pa.concat_arrays([left[0], right[0]]), pa.concat_arrays([left[1], right[1]])
     returned = errors.is_null().to_numpy(zero_copy_only=False)
     count = int(returned.sum())
