@@ -431,30 +431,51 @@ def test_rows_that_return_alone_but_fail_together_fail_as_the_jobs_batch_would(t
 
 
 def test_rows_met_again_in_a_failing_batch_are_not_isolated_again_but_every_batch_and_its_rows_together_still_run(tmp_path):
-    # The next layout of the same rows (and the next call) gives a worker the rows it has isolated before: what each did
-    # alone is known, so their isolation needs no call. The batch's own call and the call over the rows that return
-    # together still run, and judge: a batch of the same rows that now fails together fails as the job's would.
+    # The next layout of the same rows (and the next call) gives a worker the rows it has isolated before: a row called
+    # alone before, or a part whose rows all returned alone, needs no call. The batch's own call and the call over the
+    # rows that return together still run, and judge: a batch of the same rows that now fails together fails as the job's
+    # would. A part holding a row that raised alone is still called: it may return with that row in it.
     dense = _two_batches(tmp_path / "dense", "if (n % 3 == 0).any():\n    raise ValueError('a multiple of three')\n", size=1_000, repeat=True)
     assert dense["errors"][0] == dense["errors"][1] == [("ValueError: a multiple of three" if n % 3 == 0 else None) for n in range(1_000)]
     assert dense["outputs"][0] == dense["outputs"][1] == [(None if n % 3 == 0 else n * 2) for n in range(1_000)]
-    # the second batch: its own call, a few for the rows the first one resolved in parts, not alone, and the rows together
+    # the second batch: its own call, the halving until the density shows, a few for rows resolved in parts, the rows together
     second = dense["calls"][dense["calls"].index(1_000, 1) :]
-    assert len(dense["calls"]) - len(second) > 1_000 and second[0] == 1_000 and second[-1] == 666 and len(second) < 40, second
+    assert len(dense["calls"]) - len(second) > 1_000 and second[0] == 1_000 and second[-1] == 666 and len(second) < 60, second
     sparse = _two_batches(tmp_path / "sparse", "if (n == 3).any():\n    raise ValueError('three')\n", repeat=True)
-    # rows 2 and 3 were resolved alone, so their part is not called again; the parts that returned whole are
-    assert sparse["calls"] == [8, 4, 2, 2, 1, 1, 4, 7] + [8, 4, 2, 4, 7] and sparse["errors"][0] == sparse["errors"][1]
+    # rows 2 and 3 were called alone: their part [2, 3] is called (row 3 raised alone), the two rows are not
+    assert sparse["calls"] == [8, 4, 2, 2, 1, 1, 4, 7] + [8, 4, 2, 2, 4, 7] and sparse["errors"][0] == sparse["errors"][1]
     assert sparse["outputs"][1] == [0, 2, 4, None, 8, 10, 12, 14]
-    # what the rows do together is never taken from before: the second batch's rows return alone, as before, and fail together
     flaky = "if (n == 3).any():\n    raise ValueError('three')\nif len(n) > 4 and len(CALLS) > 9:\n    raise MemoryError('too many rows at once')\n"
     turned = _two_batches(tmp_path / "turned", flaky, repeat=True)
-    assert turned["calls"] == [8, 4, 2, 2, 1, 1, 4, 7] + [8, 4, 2, 4, 7] and turned["outputs"][0] == [0, 2, 4, None, 8, 10, 12, 14]
+    assert turned["calls"] == [8, 4, 2, 2, 1, 1, 4, 7] + [8, 4, 2, 2, 4, 7] and turned["outputs"][0] == [0, 2, 4, None, 8, 10, 12, 14]
     together = "MemoryError: too many rows at once (raised on the 7 rows of this batch that return alone, together: a job's batch holding them fails)"
     assert turned["errors"][1] == [together] * 3 + ["ValueError: three"] + [together] * 4 and turned["outputs"][1] == [None] * 8
+    # every row known: no isolating call at all, and still the batch's own call and the call together, which now fails
+    known = _two_batches(tmp_path / "known", "if len(CALLS) > 4:\n    raise MemoryError('later')\nif (n == 1).any():\n    raise ValueError('one')\n", size=2, repeat=True)
+    assert known["calls"] == [2, 1, 1, 1] + [2, 1] and known["outputs"] == [[0, None], [None, None]]
+    assert known["errors"] == [[None, "ValueError: one"], ["MemoryError: later (raised on the 1 rows of this batch that return alone, together: a job's batch holding them fails)", "ValueError: one"]]
+
+
+def test_a_row_that_raises_alone_but_returns_beside_others_still_goes_to_the_call_together(tmp_path):
+    # A candidate that raises on row 0 alone but returns a value for it beside other rows, where the original raises on
+    # it: a job's batch holding row 0 and no other raising row gets a value. The part [0, 5] that shows it is called
+    # again in the second batch although row 0 raised alone in the first, so row 0 returns there, as before.
+    checks = "if (n < 0).any():\n    raise ValueError('negative')\nif len(n) == 1 and (n == 0).any():\n    raise ValueError('zero')\n"
+    path = tmp_path / "candidate.py"
+    path.write_text("CALLS = []\n\n\ndef evaluate(n):\n    CALLS.append(len(n))\n" + textwrap.indent(checks, "    ") + "    return n * 2\n")
+    rows = "\nbatches = [pa.RecordBatch.from_arrays([pa.array([0, 1, 2, 3]), pa.array(v)], names=['id', 'n']) for v in ([0, -1, 5, -2], [0, 5, -1, 7])]"
+    script = BATCHES.replace("for start in (0, size)]", "for start in (0, size)]" + rows)
+    completed = subprocess.run([sys.executable, "-c", script, str(path), "4", "run", "new"], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    report = json.loads(completed.stdout)
+    assert report["errors"][0] == ["ValueError: zero", "ValueError: negative", None, "ValueError: negative"]
+    assert report["errors"][1][0] is None and report["outputs"][1] == [0, 10, None, 14]  # row 0 returned beside row 5
 
 
 def test_a_row_is_known_again_only_by_exactly_its_values():
-    # -0.0 and 0.0, NaNs with other bits, NaN and null, "" and null are different arguments, and a row sliced out of a
-    # longer batch is the same row; a batch holding a type not keyed here is isolated by calls, as before.
+    # Each pair differs in one property only: -0.0 and 0.0, NaNs with other bits, NaN and null, in float64 and float32;
+    # "" and null; booleans sliced at an offset inside a byte. A row sliced out of a longer batch is the same row; a
+    # batch holding a type not keyed here is isolated by calls, as before.
     import math
     import struct
 
@@ -463,23 +484,23 @@ def test_a_row_is_known_again_only_by_exactly_its_values():
 
     from aether_mcp.confined.arrow_batches import _row_keys
 
+    def keys(column: pa.Array) -> list:
+        return _row_keys(pa.RecordBatch.from_arrays([pa.array(range(len(column))), column], names=["id", "x"]))
+
     other_nan = struct.unpack("<d", struct.pack("<Q", 0x7FF8000000000001))[0]
-    f32_nan = np.array([0x7FC00001], dtype=np.uint32).view(np.float32)[0]
-    batch = pa.RecordBatch.from_arrays(
-        [
-            pa.array(range(7), pa.int64()),
-            pa.array([0.0, -0.0, math.nan, other_nan, None, 1.5, 1.5], pa.float64()),
-            pa.array(np.array([0.0, -0.0, np.nan, f32_nan, 0.0, 1.5, 1.5], dtype=np.float32), pa.float32(), mask=np.array([0, 0, 0, 0, 1, 0, 0], bool)),
-            pa.array(["", "", "a", "a", None, "b", "b"]),
-            pa.array([True, False, None, True, True, None, None]),
-        ],
-        names=["id", "d", "f", "s", "b"],
-    )
-    keys = _row_keys(batch)
-    assert len(set(keys[:6])) == 6 and keys[5] == keys[6]
-    assert _row_keys(batch.slice(3, 4)) == keys[3:]
-    for unkeyed in (pa.array([1], pa.decimal128(5, 2)), pa.array([[1]]), pa.array([0], pa.timestamp("us"))):
-        assert _row_keys(pa.RecordBatch.from_arrays([pa.array([0]), unkeyed], names=["id", "x"])) is None
+    values = [0.0, -0.0, math.nan, other_nan, None, 1.5, 1.5]
+    doubles = keys(pa.array(values, pa.float64()))
+    assert len(set(doubles[:5])) == 5 and doubles[5] == doubles[6]
+    assert _row_keys(pa.RecordBatch.from_arrays([pa.array(range(7)), pa.array(values, pa.float64())], names=["id", "x"]).slice(1, 5)) == doubles[1:6]
+    singles = np.array([0.0, -0.0, np.nan, np.array([0x7FC00001], np.uint32).view(np.float32)[0], 0.0, 1.5, 1.5], np.float32)
+    floats = keys(pa.array(singles, pa.float32(), mask=np.array([0, 0, 0, 0, 1, 0, 0], bool)))
+    assert len(set(floats[:5])) == 5 and floats[5] == floats[6]
+    assert keys(pa.array(["", None, "", None])) == [("",), (None,), ("",), (None,)]
+    flags = pa.array([True, False, None] * 4)
+    sliced = _row_keys(pa.RecordBatch.from_arrays([pa.array(range(12)), flags], names=["id", "b"]).slice(3, 7))
+    assert sliced == keys(flags)[3:10] == [(True,), (False,), (None,)] * 2 + [(True,)]
+    for unkeyed in (pa.array([1], pa.decimal128(5, 2)), pa.array([[1]]), pa.array([0], pa.timestamp("us")), pa.array(["a"]).dictionary_encode()):
+        assert keys(unkeyed) is None
 
 
 def test_what_rows_did_alone_is_kept_up_to_a_size_then_new_rows_are_isolated_by_calls_again(monkeypatch):
@@ -488,13 +509,14 @@ def test_what_rows_did_alone_is_kept_up_to_a_size_then_new_rows_are_isolated_by_
 
     from aether_mcp.confined import arrow_batches
 
-    monkeypatch.setattr(arrow_batches, "ALONE_BYTES_KEPT", 350)
-    batch = pa.RecordBatch.from_arrays([pa.array(range(4)), pa.array(["a", "bb", "c" * 200, "d"])], names=["id", "s"])
+    monkeypatch.setattr(arrow_batches, "ALONE_BYTES_KEPT", 800)
+    batch = pa.RecordBatch.from_arrays([pa.array(range(4)), pa.array(["a", "bb", "c" * 400, "d"])], names=["id", "s"])
     alone = arrow_batches._Alone()
     memo = arrow_batches._Memo(batch, alone)
     assert memo.known(0, 1) is None  # nothing known yet
     for row, outcome in enumerate([None, "ValueError: bad", None, None]):
         memo.record(row, outcome)
-    # rows 0 and 1 (about 100 bytes each with their outcomes) are kept; row 2's 200 characters would pass the bound, row 3 fits
-    assert alone.outcomes == {("a",): None, ("bb",): "ValueError: bad", ("d",): None} and alone.size <= 350
-    assert memo.known(0, 2) == [None, "ValueError: bad"] and memo.known(1, 3) is None
+    # rows 0, 1 and 3 (under 250 bytes each, as Python holds them) are kept; row 2's 400 characters would pass the bound
+    assert alone.outcomes == {("a",): None, ("bb",): "ValueError: bad", ("d",): None} and alone.size <= 800
+    # one row known: settled; a part of rows that all returned alone: settled; a part holding a row that raised alone: called
+    assert memo.known(1, 2) == ["ValueError: bad"] and memo.known(0, 1) == [None] and memo.known(0, 2) is None and memo.known(1, 3) is None

@@ -40,19 +40,20 @@ IMPORT_FAILURE = "AETHER_CANDIDATE_IMPORT_FAILED"
 _LOADED: dict[str, types.ModuleType] = {}
 # What each row did when the isolation of a failing batch called the candidate on it alone (None: it returned; else what
 # it raised), per candidate as loaded in this worker process, keyed by the row's exact argument values. The same rows
-# reach a worker again in the next layout of the same call and in the next call: their isolation then needs no call
-# for rows it knows. Every batch's own call and the call over the rows that return together still run (see _Memo).
+# reach a worker again in the next layout of the same call and in the next call: their isolation then needs fewer
+# calls. Every batch's own call and the call over the rows that return together still run (see _Memo).
 _ALONE: dict[str, _Alone] = {}
 ALONE_BYTES_KEPT = 16_000_000  # about, per candidate and process: beyond it, rows are isolated by calls again
 
 
 class _Alone:
-    """What rows did alone (row key -> None or what it raised), and about how many bytes the keys and outcomes hold."""
+    """What rows did alone (row key -> None or what it raised; each text kept once), and about how many bytes that holds."""
 
-    __slots__ = ("outcomes", "size")
+    __slots__ = ("outcomes", "texts", "size")
 
     def __init__(self) -> None:
         self.outcomes: dict[tuple, str | None] = {}
+        self.texts: dict[str, str] = {}
         self.size = 0
 
 
@@ -124,7 +125,9 @@ def make_mapper(
             if batch.num_rows == 0:
                 continue
             series = [backend.from_arrow(batch.column(i)) for i in range(1, batch.num_columns)]
-            memo = _Memo(batch, _ALONE.setdefault(digest + (":audit" if audit else ""), _Alone()))
+            # one memory per candidate as loaded here and per what shapes a call's outcome: argument and return types, entry point
+            alone = _ALONE.setdefault(f"{digest}:{audit}:{entry_point}:{batch.schema.types[1:]}:{return_type}", _Alone())
+            memo = _Memo(batch, alone)
             if not audit:
                 outputs, errors = _evaluate_batch(evaluate, series, return_type, memo=memo)
                 yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors, _events(batch.num_rows)], names=[ROW_ID, OUTPUT, ERROR, EVENTS])
@@ -291,11 +294,13 @@ class _Memo:
     """A batch's rows as keys into what rows did alone before (`alone`, this candidate's in this process).
 
     The isolation only attributes a batch's failure to rows: the outputs its parts return are never used
-    (the rows that return take theirs from the call over them together, in _evaluate_batch). A part whose
-    rows all did something alone before is therefore not called again: each raises what it raised alone,
-    the others return. A row is keyed by its exact values, floats by their bits, null apart, in the
-    argument types of every batch of this candidate; a batch holding a type not keyed here is isolated by
-    calls alone, as is every new row once about ALONE_BYTES_KEPT are kept.
+    (the rows that return take theirs from the call over them together, in _evaluate_batch). So a single
+    row that was called alone before is not called again (it raises what it raised, or returns), nor is a
+    part whose rows all returned alone: as before, they go to the call together. A part holding a row that
+    raised alone is called as before: it may return with that row in it, which then goes to the call
+    together too, as in a job's batch. A row is keyed by its exact values, floats by their bits, null
+    apart; a batch holding a type not keyed here is isolated by calls alone, as is every new row once
+    about ALONE_BYTES_KEPT are kept.
     """
 
     __slots__ = ("batch", "alone", "keys")
@@ -303,23 +308,30 @@ class _Memo:
     def __init__(self, batch: pa.RecordBatch, alone: _Alone) -> None:
         self.batch, self.alone, self.keys = batch, alone, None
 
-    def known(self, start: int, stop: int) -> list[Any] | None:
-        """What rows start..stop did alone, or None unless every one of them is known."""
+    def known(self, start: int, stop: int) -> list[str | None] | None:
+        """What rows start..stop did alone, where that settles the part (see above); None: call it."""
         if self.keys is None:
             self.keys = _row_keys(self.batch) or []
         outcomes = self.alone.outcomes
         if not self.keys or not outcomes:
             return None
-        known = [outcomes.get(self.keys[row], _UNKNOWN) for row in range(start, stop)]
-        return None if any(outcome is _UNKNOWN for outcome in known) else known
+        known = []
+        for row in range(start, stop):
+            outcome = outcomes.get(self.keys[row], _UNKNOWN)
+            if outcome is _UNKNOWN or (outcome is not None and stop - start > 1):
+                return None
+            known.append(outcome)
+        return known
 
     def record(self, row: int, outcome: str | None) -> None:
         if not self.keys:
             return
         key = self.keys[row]
-        size = 100 + len(outcome or "") + sum(len(value) for value in key if isinstance(value, (str, bytes)))
+        size = sys.getsizeof(key) + sum(sys.getsizeof(value) for value in key) + 100  # the key, its values, the dict's entry
+        if outcome is not None and outcome not in self.alone.texts:
+            size += sys.getsizeof(outcome)
         if self.alone.size + size <= ALONE_BYTES_KEPT:
-            self.alone.outcomes[key] = outcome
+            self.alone.outcomes[key] = None if outcome is None else self.alone.texts.setdefault(outcome, outcome)
             self.alone.size += size
 
 
@@ -366,7 +378,7 @@ def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataT
         if size == 1:
             tally.resolved += 1
             tally.raised += 1
-            if memo is not None:
+            if memo is not None and not isinstance(exc, MemoryError):  # (it may not raise again)
                 memo.record(start, f"{type(exc).__name__}: {exc}")
             return pa.nulls(1, return_type), pa.array([f"{type(exc).__name__}: {exc}"], pa.string())
         # each row once where most rows raise alone, else halves: either way every row ends in a part that returned or alone
