@@ -294,13 +294,13 @@ class _Memo:
     """A batch's rows as keys into what rows did alone before (`alone`, this candidate's in this process).
 
     The isolation only attributes a batch's failure to rows: the outputs its parts return are never used
-    (the rows that return take theirs from the call over them together, in _evaluate_batch). So a single
-    row that was called alone before is not called again (it raises what it raised, or returns), nor is a
-    part whose rows all returned alone: as before, they go to the call together. A part holding a row that
-    raised alone is called as before: it may return with that row in it, which then goes to the call
-    together too, as in a job's batch. A row is keyed by its exact values, floats by their bits, null
-    apart; a batch holding a type not keyed here is isolated by calls alone, as is every new row once
-    about ALONE_BYTES_KEPT are kept.
+    (the rows that return take theirs from the call over them together, in _evaluate_batch). So a row that
+    was called alone before is not called alone again: it raises what it raised, or returns. Every part of
+    more rows is called as before, and so are each batch's own call and the call together. What a row does
+    alone depends only on its values: isolated parts are numbered from 0, as a job's batches are, and start
+    from the batch as Spark gave it, not as the batch's own call may have left it. A row is keyed by its
+    exact values, floats by their bits, null apart; a batch holding a type not keyed here is isolated by
+    calls alone, as is every new row once about ALONE_BYTES_KEPT are kept.
     """
 
     __slots__ = ("batch", "alone", "keys")
@@ -308,8 +308,14 @@ class _Memo:
     def __init__(self, batch: pa.RecordBatch, alone: _Alone) -> None:
         self.batch, self.alone, self.keys = batch, alone, None
 
+    def fresh(self) -> list[Any]:
+        """The batch's argument columns as the candidate gets them, converted again from Spark's batch."""
+        return [backend.from_arrow(self.batch.column(i)) for i in range(1, self.batch.num_columns)]
+
     def known(self, start: int, stop: int) -> list[str | None] | None:
-        """What rows start..stop did alone, where that settles the part (see above); None: call it."""
+        """What the one row start..stop did alone, if it was called alone before; None: call it."""
+        if stop - start != 1:
+            return None
         if self.keys is None:
             self.keys = _row_keys(self.batch) or []
         outcomes = self.alone.outcomes
@@ -318,7 +324,7 @@ class _Memo:
         known = []
         for row in range(start, stop):
             outcome = outcomes.get(self.keys[row], _UNKNOWN)
-            if outcome is _UNKNOWN or (outcome is not None and stop - start > 1):
+            if outcome is _UNKNOWN:
                 return None
             known.append(outcome)
         return known
@@ -329,7 +335,7 @@ class _Memo:
         key = self.keys[row]
         size = sys.getsizeof(key) + sum(sys.getsizeof(value) for value in key) + 100  # the key, its values, the dict's entry
         if outcome is not None and outcome not in self.alone.texts:
-            size += sys.getsizeof(outcome)
+            size += sys.getsizeof(outcome) + 100  # the text, once, and its entry
         if self.alone.size + size <= ALONE_BYTES_KEPT:
             self.alone.outcomes[key] = None if outcome is None else self.alone.texts.setdefault(outcome, outcome)
             self.alone.size += size
@@ -362,7 +368,7 @@ def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataT
         tally.raised += sum(outcome is not None for outcome in known)
         return pa.nulls(size, return_type), pa.array(known, pa.string())
     try:
-        outputs = _outputs(evaluate, series if start == 0 and stop == len(series[0]) else [s.iloc[start:stop] for s in series], return_type)
+        outputs = _outputs(evaluate, series if start == 0 and stop == len(series[0]) else [s.iloc[start:stop].reset_index(drop=True) for s in series], return_type)
         tally.resolved += size
         if size == 1 and memo is not None:
             memo.record(start, None)
@@ -409,6 +415,8 @@ def _evaluate_batch(
     # one row is its own failure; a refusal (see _evaluate_isolating) is reported on every row at once, not halved
     if size == 1 or isinstance(failure, (watch.WatchRefused, watch.TripwireTriggered)):
         return pa.nulls(size, return_type), pa.array([f"{type(failure).__name__}: {failure}"] * size, pa.string())
+    if memo is not None:  # the isolation starts from the rows as Spark gave them, whatever the call above did to its inputs
+        series = memo.fresh()
     middle, tally = size // 2, _Tally()
     left = _evaluate_isolating(evaluate, series, return_type, 0, middle, tally, memo)
     right = _evaluate_isolating(evaluate, series, return_type, middle, size, tally, memo)
