@@ -126,7 +126,10 @@ def make_mapper(
                 continue
             series = [backend.from_arrow(batch.column(i)) for i in range(1, batch.num_columns)]
             # one memory per candidate as loaded here and per what shapes a call's outcome: argument and return types, entry point
-            alone = _ALONE.setdefault(f"{digest}:{audit}:{entry_point}:{batch.schema.types[1:]}:{return_type}", _Alone())
+            key = f"{digest}:{audit}:{entry_point}:{batch.schema.types[1:]}:{return_type}"
+            if key not in _ALONE and len(_ALONE) >= 4:  # a worker kept warm across candidates keeps the latest few
+                _ALONE.clear()
+            alone = _ALONE.setdefault(key, _Alone())
             memo = _Memo(batch, alone)
             if not audit:
                 outputs, errors = _evaluate_batch(evaluate, series, return_type, memo=memo)
@@ -296,21 +299,18 @@ class _Memo:
     The isolation only attributes a batch's failure to rows: the outputs its parts return are never used
     (the rows that return take theirs from the call over them together, in _evaluate_batch). So a row that
     was called alone before is not called alone again: it raises what it raised, or returns. Every part of
-    more rows is called as before, and so are each batch's own call and the call together. What a row does
-    alone depends only on its values: isolated parts are numbered from 0, as a job's batches are, and start
-    from the batch as Spark gave it, not as the batch's own call may have left it. A row is keyed by its
-    exact values, floats by their bits, null apart; a batch holding a type not keyed here is isolated by
-    calls alone, as is every new row once about ALONE_BYTES_KEPT are kept.
+    more rows is called as before, and so are each batch's own call and the call together. Isolated parts
+    are numbered from 0, as a job's batches are, so for a candidate that depends only on its argument values
+    what a row does alone depends only on that row. (A candidate that writes into its inputs is reported by
+    the audit, which checks the batch's inputs after the isolation too.) A row is keyed by its exact
+    values, floats by their bits, null apart; a batch holding a type not keyed here is isolated by calls
+    alone, as is every new row once about ALONE_BYTES_KEPT are kept.
     """
 
     __slots__ = ("batch", "alone", "keys")
 
     def __init__(self, batch: pa.RecordBatch, alone: _Alone) -> None:
         self.batch, self.alone, self.keys = batch, alone, None
-
-    def fresh(self) -> list[Any]:
-        """The batch's argument columns as the candidate gets them, converted again from Spark's batch."""
-        return [backend.from_arrow(self.batch.column(i)) for i in range(1, self.batch.num_columns)]
 
     def known(self, start: int, stop: int) -> list[str | None] | None:
         """What the one row start..stop did alone, if it was called alone before; None: call it."""
@@ -415,8 +415,6 @@ def _evaluate_batch(
     # one row is its own failure; a refusal (see _evaluate_isolating) is reported on every row at once, not halved
     if size == 1 or isinstance(failure, (watch.WatchRefused, watch.TripwireTriggered)):
         return pa.nulls(size, return_type), pa.array([f"{type(failure).__name__}: {failure}"] * size, pa.string())
-    if memo is not None:  # the isolation starts from the rows as Spark gave them, whatever the call above did to its inputs
-        series = memo.fresh()
     middle, tally = size // 2, _Tally()
     left = _evaluate_isolating(evaluate, series, return_type, 0, middle, tally, memo)
     right = _evaluate_isolating(evaluate, series, return_type, middle, size, tally, memo)
