@@ -527,3 +527,31 @@ def test_isolated_rows_are_numbered_from_0_as_a_jobs_batches_are(tmp_path):
     # parts are numbered from 0 too (before, rows 4-7 here read "evaluate returned 2 values for a batch of 1 rows").
     aligned = _two_batches(tmp_path / "aligned", "if (n == 3).any():\n    raise ValueError('three')\nimport pandas as pd\nreturn pd.Series(n.to_numpy(dtype='int64') * 2, dtype='Int64') + n * 0\n")
     assert aligned["errors"][0] == [None, None, None, "ValueError: three", None, None, None, None] and aligned["outputs"][0] == [0, 2, 4, None, 8, 10, 12, 14]
+
+
+def test_a_row_that_ran_out_of_memory_alone_is_not_remembered_and_is_called_alone_again():
+    # A MemoryError may not come back on the next call: that row is isolated by a call again; the others are settled.
+    import pandas as pd
+    import pyarrow as pa
+
+    from aether_mcp.confined import arrow_batches
+
+    calls = []
+
+    def evaluate(n):
+        calls.append(len(n))
+        if len(n) == 1 and (n == 1).any():
+            raise MemoryError("out of memory")
+        if (n == 2).any():
+            raise ValueError("two")
+        return n * 2
+
+    batch = pa.RecordBatch.from_arrays([pa.array(range(3)), pa.array([0, 1, 2])], names=["id", "n"])
+    alone = arrow_batches._Alone()
+    for _ in range(2):
+        series = [pd.Series(pd.array([0, 1, 2], dtype="Int64"))]
+        outputs, errors = arrow_batches._evaluate_batch(evaluate, series, pa.int64(), memo=arrow_batches._Memo(batch, alone))
+        assert errors.to_pylist() == [None, "MemoryError: out of memory", "ValueError: two"] and outputs.to_pylist() == [0, None, None]
+    assert alone.outcomes == {(0,): None, (2,): "ValueError: two"}
+    # the first batch: its own call, [0], [1, 2], [1], [2], the row that returns; the second: its own call, [1, 2], [1] again, [0]
+    assert calls == [3, 1, 2, 1, 1, 1] + [3, 2, 1, 1]
