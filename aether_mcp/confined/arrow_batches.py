@@ -43,7 +43,7 @@ _LOADED: dict[str, types.ModuleType] = {}
 # reach a worker again in the next layout of the same call and in the next call: their isolation then needs fewer
 # calls. Every batch's own call and the call over the rows that return together still run (see _Memo).
 _ALONE: dict[str, _Alone] = {}
-ALONE_BYTES_KEPT = 16_000_000  # about, per candidate and process: beyond it, rows are isolated by calls again
+ALONE_BYTES_KEPT = 16_000_000  # about, per memory (candidate and types) and process: beyond it, rows are isolated by calls again
 
 
 class _Alone:
@@ -301,8 +301,8 @@ class _Memo:
     was called alone before is not called alone again: it raises what it raised, or returns. Every part of
     more rows is called as before, and so are each batch's own call and the call together. Isolated parts
     are numbered from 0, as a job's batches are, so for a candidate that depends only on its argument values
-    what a row does alone depends only on that row. (A candidate that writes into its inputs is reported by
-    the audit, which checks the batch's inputs after the isolation too.) A row is keyed by its exact
+    what a row does alone depends only on that row. (A write into a part's inputs that reaches the batch's
+    series is reported by the audit, which digests them after the isolation too.) A row is keyed by its exact
     values, floats by their bits, null apart; a batch holding a type not keyed here is isolated by calls
     alone, as is every new row once about ALONE_BYTES_KEPT are kept.
     """
@@ -318,16 +318,8 @@ class _Memo:
             return None
         if self.keys is None:
             self.keys = _row_keys(self.batch) or []
-        outcomes = self.alone.outcomes
-        if not self.keys or not outcomes:
-            return None
-        known = []
-        for row in range(start, stop):
-            outcome = outcomes.get(self.keys[row], _UNKNOWN)
-            if outcome is _UNKNOWN:
-                return None
-            known.append(outcome)
-        return known
+        outcome = self.alone.outcomes.get(self.keys[start], _UNKNOWN) if self.keys else _UNKNOWN
+        return None if outcome is _UNKNOWN else [outcome]
 
     def record(self, row: int, outcome: str | None) -> None:
         if not self.keys:

@@ -37,11 +37,9 @@ ZIP_CODE_ENV = "AETHER_ZIP_CODE"
 
 def timed_quick_jit(master: str) -> bool:
     """Whether the server was told (TIMED_JIT_ENV=quick) to time on the quick compiler, and `master` is local (one JVM does the work)."""
-    return os.environ.get(TIMED_JIT_ENV, "").strip().lower() == "quick" and _local(master)
+    from aether_mcp.evaluation.daemon_start import local_master
 
-
-def _local(master: str) -> bool:
-    return master == "local" or master.startswith("local[")
+    return os.environ.get(TIMED_JIT_ENV, "").strip().lower() == "quick" and local_master(master)
 
 
 def compiler_note(environment: dict | None) -> str:
@@ -52,7 +50,9 @@ def compiler_note(environment: dict | None) -> str:
 def jvm_compiler(spark, master: str) -> str | None:
     """The compiler the local JVM that runs every task uses, read from the JVM itself: "optimizing" (tiers up to C2),
     "quick" (C1 only), "interpreted", or None where the work runs in JVMs not asked (a cluster's executors, Spark Connect)."""
-    if not _local(master):
+    from aether_mcp.evaluation.daemon_start import local_master
+
+    if not local_master(master):
         return None
     try:
         jvm = spark.sparkContext._jvm
