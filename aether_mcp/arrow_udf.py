@@ -8,7 +8,7 @@ which byte_compare and run_benchmark use. The columns reach `evaluate` through t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aether_mcp import backend
@@ -19,18 +19,40 @@ pd = lazy_module("pandas")
 pa = lazy_module("pyarrow")
 
 
-def run_on_arrow(evaluate: Callable[..., Any], columns: tuple[pa.Array, ...] | list[pa.Array], return_type: pa.DataType) -> pa.Array:
-    """`evaluate(*series)` on Arrow argument arrays, converted exactly as byte_compare converts them."""
-    size = len(columns[0])
-    result = evaluate(*[backend.from_arrow(column) for column in columns])
+def arguments(columns: Sequence[Any]) -> list[Any]:
+    """The series `evaluate` gets for Arrow argument columns: in a job, in the timed runs and in every call the judge makes.
+
+    Each column (an Array, a ChunkedArray, or a list of Arrays to join, such as the runs of a batch's rows) is
+    copied into buffers of its own, offset 0, with no parent buffer and no name, and converted by the backend.
+    Whatever Spark's batch looked like (a slice of one IPC message, columns named by their place in the plan)
+    or the judge's (a mapInArrow batch beside the row ids, a part of it, the rows that returned), the series
+    are made the same way from the same values, so nothing about them but the values tells one call from another.
+    """
+    return [backend.from_arrow(_copied(column)) for column in columns]
+
+
+def _copied(column: Any) -> pa.Array:
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else column if isinstance(column, list) else [column]
+    return pa.concat_arrays(chunks) if chunks else pa.array([], column.type)
+
+
+def call(evaluate: Callable[..., Any], series: list[Any], return_type: pa.DataType) -> pa.Array:
+    """`evaluate(*series)` on one batch's `arguments`: its result as Arrow, one value per row."""
+    size = len(series[0])
+    result = evaluate(*series)
     if len(result) != size:
         raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
     return backend.to_arrow(result, return_type)
 
 
-def aggregate_on_arrow(evaluate: Callable[..., Any], columns: tuple[pa.Array, ...] | list[pa.Array], return_type: pa.DataType) -> pa.Array:
+def run_on_arrow(evaluate: Callable[..., Any], columns: Sequence[Any], return_type: pa.DataType) -> pa.Array:
+    """`evaluate(*series)` on Arrow argument columns, converted exactly as byte_compare converts them (`arguments`)."""
+    return call(evaluate, arguments(columns), return_type)
+
+
+def aggregate_on_arrow(evaluate: Callable[..., Any], columns: Sequence[Any], return_type: pa.DataType) -> pa.Array:
     """`evaluate(*series)` on one group's Arrow columns: its one value, as a one-element array of the declared type."""
-    result = evaluate(*[backend.from_arrow(column) for column in columns])
+    result = evaluate(*arguments(columns))
     if isinstance(result, (pd.Series, pd.DataFrame, np.ndarray, list)) and not pa.types.is_struct(return_type) and not pa.types.is_list(return_type):
         raise ValueError(f"evaluate returned {type(result).__name__} for a group; an aggregation returns one value")
     single = pd.Series([result], dtype=object) if result is None or isinstance(result, (dict, tuple, list)) else pd.Series([result])

@@ -531,7 +531,6 @@ def test_isolated_rows_are_numbered_from_0_as_a_jobs_batches_are(tmp_path):
 
 def test_a_row_that_ran_out_of_memory_alone_is_not_remembered_and_is_called_alone_again():
     # A MemoryError may not come back on the next call: that row is isolated by a call again; the others are settled.
-    import pandas as pd
     import pyarrow as pa
 
     from aether_mcp.confined import arrow_batches
@@ -549,8 +548,8 @@ def test_a_row_that_ran_out_of_memory_alone_is_not_remembered_and_is_called_alon
     batch = pa.RecordBatch.from_arrays([pa.array(range(3)), pa.array([0, 1, 2])], names=["id", "n"])
     alone = arrow_batches._Alone()
     for _ in range(2):
-        series = [pd.Series(pd.array([0, 1, 2], dtype="Int64"))]
-        outputs, errors = arrow_batches._evaluate_batch(evaluate, series, pa.int64(), memo=arrow_batches._Memo(batch, alone))
+        columns = batch.columns[1:]
+        outputs, errors = arrow_batches._evaluate_batch(evaluate, columns, arrow_batches.arguments(columns), pa.int64(), memo=arrow_batches._Memo(batch, alone))
         assert errors.to_pylist() == [None, "MemoryError: out of memory", "ValueError: two"] and outputs.to_pylist() == [0, None, None]
     assert alone.outcomes == {(0,): None, (2,): "ValueError: two"}
     # the first batch: its own call, [0], [1, 2], [1], [2], the row that returns; the second: its own call, [1, 2], [1] again, [0]

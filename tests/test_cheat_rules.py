@@ -143,6 +143,12 @@ CAUGHT["outside_language"] = [
     "import dataclasses\nRow = dataclasses.make_dataclass('Row', [('v', 'int')])\n",
     "import json\ndef evaluate(x):\n    return ('{0._' + '_globals__}').format(json.dumps)\n",
     "import warnings\ndef evaluate(x):\n    return warnings.formatwarning('m', UserWarning, '/etc/passwd', 1)\n",
+    # a stack level attributes a warning to the frames that called the candidate: the judge's, not the job's
+    "import warnings\ndef evaluate(x):\n    with warnings.catch_warnings(record=True) as w:\n        warnings.warn('m', stacklevel=3)\n    return x if w[0].filename else -x\n",
+    "import warnings\ndef evaluate(x):\n    warnings.warn('m', UserWarning, 2)\n    return x\n",
+    "from warnings import warn\ndef evaluate(x):\n    warn('m', skip_file_prefixes=('/',))\n    return x\n",
+    "import warnings\ndef evaluate(x):\n    warnings.warn('m', **{'stacklevel': 2})\n    return x\n",
+    "import functools, warnings\ndef evaluate(x):\n    functools.partial(warnings.warn, stacklevel=2)('m')\n    return x\n",
     "import pyarrow as pa\ndef evaluate(x):\n    return pa.CompressedInputStream('/etc/passwd.gz', 'gzip').read()\n",
     "import zoneinfo\nzoneinfo.reset_tzpath(to=['/'])\n",
 ]
@@ -240,6 +246,8 @@ def test_trivial_literals_shared_with_the_cases_are_not_hard_coding():
 
 
 HONEST = [
+    "import warnings\ndef evaluate(x):\n    if x.isna().all():\n        warnings.warn('an all-null batch', RuntimeWarning)\n    return x\n",
+    "from warnings import warn\ndef evaluate(x):\n    warn(message='m', category=UserWarning)\n    return x\n",
     # np.where / np.select with a dictionary of constants and a helper for the conditions
     """
     GRADES = {"A": 90, "B": 75}

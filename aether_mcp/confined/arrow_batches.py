@@ -11,7 +11,8 @@ and NaN kept apart: floating columns are pandas
 `Float64`/`Float32` arrays whose mask marks only nulls (a NaN is a value), integers and booleans
 are nullable `Int*`/`boolean`, strings are `string[python]` (Python str semantics). The returned
 Series goes back the same way: a masked array's mask is the null mask, a NumPy float NaN stays
-NaN, None and pd.NA are null.
+NaN, None and pd.NA are null. Every call the judge makes gets its series as a job's Arrow UDF does
+(aether_mcp.arrow_udf.arguments and .call), so no call can be told from a job's by what its arguments are.
 """
 
 from __future__ import annotations
@@ -23,11 +24,9 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 
-from aether_mcp import backend
-from aether_mcp.arrow_udf import run_on_arrow
+from aether_mcp.arrow_udf import arguments, call, run_on_arrow
 from aether_mcp.confined import job_environment, watch
 
 ROW_ID = "__aether_row_id"
@@ -124,7 +123,8 @@ def make_mapper(
         for batch in _cut(batches, lengths) if lengths else batches:
             if batch.num_rows == 0:
                 continue
-            series = [backend.from_arrow(batch.column(i)) for i in range(1, batch.num_columns)]
+            columns = batch.columns[1:]
+            series = arguments(columns)
             # one memory per candidate as loaded here and per what shapes a call's outcome: argument and return types, entry point
             key = f"{digest}:{audit}:{entry_point}:{batch.schema.types[1:]}:{return_type}"
             if key not in _ALONE and len(_ALONE) >= 4:  # a worker kept warm across candidates keeps the latest few
@@ -132,7 +132,7 @@ def make_mapper(
             alone = _ALONE.setdefault(key, _Alone())
             memo = _Memo(batch, alone)
             if not audit:
-                outputs, errors = _evaluate_batch(evaluate, series, return_type, memo=memo)
+                outputs, errors = _evaluate_batch(evaluate, columns, series, return_type, memo=memo)
                 yield pa.RecordBatch.from_arrays([batch.column(0), outputs, errors, _events(batch.num_rows)], names=[ROW_ID, OUTPUT, ERROR, EVENTS])
                 continue
             before = watch.checksum(series)
@@ -142,23 +142,25 @@ def make_mapper(
                 # those calls are never counted (the count then comes from one call over the rows that return,
                 # below), so they run without the step counter, several times faster. Threads, children, module
                 # state and the audit hook are still watched across them.
-                outputs, errors = _evaluate_batch(evaluate, series, return_type, on_failure=watched.stop_counting, memo=memo)
+                outputs, errors = _evaluate_batch(evaluate, columns, series, return_type, on_failure=watched.stop_counting, memo=memo)
             changed = _changed_state(state, watch.module_state(module))
-            counted, rows = watched, batch.num_rows
+            rows = batch.num_rows
+            calls = watched.calls
             if errors.null_count < batch.num_rows:
                 # Rows that raise were isolated by splitting, which calls the candidate many times;
-                # Python work per row is counted on one call over the rows that succeed.
-                ok = errors.is_null().to_numpy(zero_copy_only=False)
-                clean = [s[ok].reset_index(drop=True) for s in series]
-                with watch.Watch(kernels, module) as counted:
-                    try:
-                        evaluate(*clean)
-                    except Exception:
-                        pass  # the outputs above stand; this run only counts calls
-                rows = int(ok.sum())
+                # Python work per row is counted on one call over the rows that succeed (none: nothing to count).
+                rows, calls = errors.null_count, 0
+                if rows:
+                    clean = arguments(_runs(columns, errors.is_null().to_numpy(zero_copy_only=False)))
+                    with watch.Watch(kernels, module) as counted:
+                        try:
+                            call(evaluate, clean, return_type)
+                        except Exception:
+                            pass  # the outputs above stand; this run only counts calls
+                    calls = counted.calls
             report = {
                 "rows": rows,
-                "calls": counted.calls,
+                "calls": calls,
                 "inputs_changed": watch.checksum(series) != before,
                 "state_changed": changed,
                 "threads_left": watched.threads_left,
@@ -187,7 +189,7 @@ def make_group_mapper(
         module = candidate_module(source, digest + (":audit" if audit else ""), filename, named)
         evaluate = getattr(module, entry_point)
         row_id = table.column(0).combine_chunks()[:1]
-        columns = [column.combine_chunks() for column in table.columns[1:]]
+        columns = table.columns[1:]  # (aggregate_on_arrow copies them, as in a job: aether_mcp.arrow_udf.arguments)
         watched = None
         changed: list[str] = []
         try:
@@ -261,13 +263,18 @@ def make_arrow_aggregate(source: str, digest: str, filename: str, entry_point: s
     return function
 
 
-def _outputs(evaluate, part: list[pd.Series], return_type: pa.DataType) -> tuple[pa.Array, pa.Array]:
-    """The candidate's outputs on `part` and no errors, or what it raised (a wrong number of values among it)."""
-    size = len(part[0])
-    result = evaluate(*part)
-    if len(result) != size:
-        raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
-    return backend.to_arrow(result, return_type), pa.nulls(size, pa.string())
+def _runs(columns: list[pa.Array], kept) -> list[list[pa.Array]]:
+    """Each column's kept rows (`kept`, a boolean NumPy mask) as the slices of its runs of consecutive kept rows, for `arguments` to join."""
+    import numpy as np
+
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], kept, [False])).astype(np.int8)))
+    spans = list(zip(edges[::2].tolist(), edges[1::2].tolist()))
+    return [[column.slice(start, stop - start) for start, stop in spans] for column in columns]
+
+
+def _outputs(evaluate, part: list[Any], return_type: pa.DataType) -> tuple[pa.Array, pa.Array]:
+    """The candidate's outputs on `part` (its `arguments`) and no errors, or what it raised (a wrong number of values among it)."""
+    return call(evaluate, part, return_type), pa.nulls(len(part[0]), pa.string())
 
 
 class _Tally:
@@ -299,10 +306,10 @@ class _Memo:
     The isolation only attributes a batch's failure to rows: the outputs its parts return are never used
     (the rows that return take theirs from the call over them together, in _evaluate_batch). So a row that
     was called alone before is not called alone again: it raises what it raised, or returns. Every part of
-    more rows is called as before, and so are each batch's own call and the call together. Isolated parts
-    are numbered from 0, as a job's batches are, so for a candidate that depends only on its argument values
-    what a row does alone depends only on that row. (A write into a part's inputs that reaches the batch's
-    series is reported by the audit, which digests them after the isolation too.) A row is keyed by its exact
+    more rows is called as before, and so are each batch's own call and the call together. Each part gets its
+    series afresh, as a job's call would get them (aether_mcp.arrow_udf.arguments), so for a candidate that depends only on
+    its argument values what a row does alone depends only on that row, and a part's writes into its inputs
+    reach no other call. (A write into the batch's own series is reported by the audit.) A row is keyed by its exact
     values, floats by their bits, null apart; a batch holding a type not keyed here is isolated by calls
     alone, as is every new row once about ALONE_BYTES_KEPT are kept.
     """
@@ -352,7 +359,7 @@ def _row_keys(batch: pa.RecordBatch) -> list[tuple] | None:
     return list(zip(*columns))
 
 
-def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataType, start: int, stop: int, tally: _Tally, memo: _Memo | None = None) -> tuple[pa.Array, pa.Array]:
+def _evaluate_isolating(evaluate, columns: list[pa.Array], return_type: pa.DataType, start: int, stop: int, tally: _Tally, memo: _Memo | None = None) -> tuple[pa.Array, pa.Array]:
     size = stop - start
     known = memo.known(start, stop) if memo is not None else None
     if known is not None:
@@ -360,7 +367,7 @@ def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataT
         tally.raised += sum(outcome is not None for outcome in known)
         return pa.nulls(size, return_type), pa.array(known, pa.string())
     try:
-        outputs = _outputs(evaluate, series if start == 0 and stop == len(series[0]) else [s.iloc[start:stop].reset_index(drop=True) for s in series], return_type)
+        outputs = _outputs(evaluate, arguments([column.slice(start, size) for column in columns]), return_type)
         tally.resolved += size
         if size == 1 and memo is not None:
             memo.record(start, None)
@@ -381,14 +388,16 @@ def _evaluate_isolating(evaluate, series: list[pd.Series], return_type: pa.DataT
             return pa.nulls(1, return_type), pa.array([f"{type(exc).__name__}: {exc}"], pa.string())
         # each row once where most rows raise alone, else halves: either way every row ends in a part that returned or alone
         parts = [(row, row + 1) for row in range(start, stop)] if tally.dense() else [(start, start + size // 2), (start + size // 2, stop)]
-        done = [_evaluate_isolating(evaluate, series, return_type, first, last, tally, memo) for first, last in parts]
+        done = [_evaluate_isolating(evaluate, columns, return_type, first, last, tally, memo) for first, last in parts]
         return pa.concat_arrays([outputs for outputs, _ in done]), pa.concat_arrays([errors for _, errors in done])
 
 
 def _evaluate_batch(
-    evaluate, series: list[pd.Series], return_type: pa.DataType, on_failure: Callable[[], None] | None = None, memo: _Memo | None = None
+    evaluate, columns: list[pa.Array], series: list[Any], return_type: pa.DataType, on_failure: Callable[[], None] | None = None, memo: _Memo | None = None
 ) -> tuple[pa.Array, pa.Array]:
-    """One Arrow batch: outputs and errors per row, the rows that raise alone split off by halving (`memo`: see _Memo).
+    """One Arrow batch (its argument `columns`, and `series`: them as the candidate gets them): outputs and errors per
+    row, the rows that raise alone split off by halving (`memo`: see _Memo). Each part and the call over the rows that
+    return together get their series afresh from `columns` (aether_mcp.arrow_udf.arguments).
 
     Halving finds the rows that raise on their own; the rows left must then return together, as
     they would in a job's batch without those rows. Where they do not (a candidate that fails on
@@ -408,8 +417,8 @@ def _evaluate_batch(
     if size == 1 or isinstance(failure, (watch.WatchRefused, watch.TripwireTriggered)):
         return pa.nulls(size, return_type), pa.array([f"{type(failure).__name__}: {failure}"] * size, pa.string())
     middle, tally = size // 2, _Tally()
-    left = _evaluate_isolating(evaluate, series, return_type, 0, middle, tally, memo)
-    right = _evaluate_isolating(evaluate, series, return_type, middle, size, tally, memo)
+    left = _evaluate_isolating(evaluate, columns, return_type, 0, middle, tally, memo)
+    right = _evaluate_isolating(evaluate, columns, return_type, middle, size, tally, memo)
     outputs, errors = pa.concat_arrays([left[0], right[0]]), pa.concat_arrays([left[1], right[1]])
     returned = errors.is_null().to_numpy(zero_copy_only=False)
     count = int(returned.sum())
@@ -417,7 +426,7 @@ def _evaluate_batch(
         return outputs, errors
     if count < size:
         try:
-            together, _ = _outputs(evaluate, [s[returned].reset_index(drop=True) for s in series], return_type)
+            together, _ = _outputs(evaluate, arguments(_runs(columns, returned)), return_type)
             # The rows that return take their values from this call, the job's batch without the raising rows: the
             # parts they were isolated in (single rows, where most rows raise) are no batch a job gives them.
             positions = iter(range(count))

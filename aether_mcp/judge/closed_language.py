@@ -14,7 +14,9 @@ module says what it may do with them, allowing rather than forbidding:
   reads or writes files, evaluates a string as code or looks a name up at run time, is refused;
 - no star import, no annotation written as a string (whatever reads annotations evaluates them);
 - the clock and unseeded randomness are refused where the name leads to them
-  (`from time import time as moment`, `random.Random(None)`, `getattr(datetime.datetime, "now")`).
+  (`from time import time as moment`, `random.Random(None)`, `getattr(datetime.datetime, "now")`);
+- `warnings.warn` is called right where it is named, with a message, a category and a source only: a stack
+  level would attribute the warning to a frame above the candidate's (the judge's code when judged, not the job's).
 
 A name whose value only exists at run time (a public attribute of an object a function returned)
 cannot be followed here; the kernel's seal on files and the network, the thread guards and the
@@ -74,6 +76,9 @@ RANDOM_NAMES = {"random", "rand", "randn", "randint", "uniform", "normal", "shuf
 UNSEEDED_UUIDS = {"uuid1", "uuid4", "getnode"}
 NOW_STRINGS = {"now", "today", "yesterday", "tomorrow"}  # np.datetime64("now"), pd.Timestamp("today"), F.lit("now").cast(...)
 PER_PROCESS = {"hash", "id"}  # str hashes are salted per process; ids are addresses
+# warnings.warn's arguments a call may give: a stack level or a file prefix to skip would attribute the warning to a
+# frame above the candidate's own (the harness's, which is not the job's), and a recorded warning names its file.
+WARN_ARGUMENTS = {"message", "category", "source"}
 
 
 class Checker:
@@ -333,6 +338,9 @@ class Checker:
                 self.add("outside_language", node, f"{ast.unparse(node)} reads or writes files, runs a string as code or looks a name up at run time")
                 return
             call = parent if isinstance(parent, ast.Call) and parent.func is node else None
+            if _is_warn(value) and (call is None or len(call.args) > 2 or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg not in WARN_ARGUMENTS for k in call.keywords)):
+                self.add("outside_language", node, f"{ast.unparse(node)} may only be called where it is named, with a message, a category and a source: a stack level names the frames that called the candidate")
+                return
             why = nondeterministic(value, call, self._given(call) if call is not None else None)
             if why:
                 self.add("not_deterministic", node, f"{ast.unparse(node)} {why}")
@@ -369,6 +377,12 @@ def _from_numba(value: Any) -> bool:
         return False
     module = getattr(value, "__module__", None) if isinstance(value, types.FunctionType | type) else type(value).__module__
     return isinstance(module, str) and module.startswith("numba")
+
+
+def _is_warn(value: Any) -> bool:
+    import warnings
+
+    return value is warnings.warn
 
 
 def _is_main(node: ast.AST) -> bool:
