@@ -32,8 +32,18 @@ def arguments(columns: Sequence[Any]) -> list[Any]:
 
 
 def _copied(column: Any) -> pa.Array:
+    """One column's values in buffers of their own, laid out as Arrow's IPC reader lays out a job's batch: a validity
+    bitmap only where the array holds a null, at every depth (the reader drops a bitmap with no null in it; a slice of
+    a column with nulls elsewhere keeps one), offset 0, no parent buffer."""
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else column if isinstance(column, list) else [column]
-    return pa.concat_arrays(chunks) if chunks else pa.array([], column.type)
+    joined = chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks) if chunks else pa.array([], column.type)
+    if not pa.types.is_nested(joined.type):  # one level: a copy, without the bitmap where it holds no null
+        buffers = joined.buffers()
+        if buffers[0] is not None and not joined.null_count:
+            joined = pa.Array.from_buffers(joined.type, len(joined), [None, *buffers[1:]], null_count=0, offset=joined.offset)
+        return pa.concat_arrays([joined])
+    batch = pa.RecordBatch.from_arrays([joined], ["_"])
+    return pa.concat_arrays([pa.ipc.read_record_batch(batch.serialize(), batch.schema).column(0)])
 
 
 def call(evaluate: Callable[..., Any], series: list[Any], return_type: pa.DataType) -> pa.Array:

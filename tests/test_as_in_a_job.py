@@ -50,8 +50,8 @@ CANDIDATE = textwrap.dedent(
             base = value.base
             parts.append(f"{name}:{value.flags.owndata}:{value.flags.writeable}:{value.flags.c_contiguous}:{type(base).__name__}:{base is not None and getattr(base, 'size', None) == value.size}")
         chunked = getattr(s.array, "_pa_array", None)
-        if chunked is not None:  # an Arrow-backed series: where its buffers come from, all the way up
-            parts.append(repr([(chunk.offset, sorted({_provenance(buffer) for buffer in chunk.buffers() if buffer is not None})) for chunk in chunked.chunks]))
+        if chunked is not None:  # an Arrow-backed series: where its buffers come from, all the way up, and its bitmaps
+            parts.append(repr([(chunk.offset, sorted({_provenance(buffer) for buffer in chunk.buffers() if buffer is not None}), _bitmaps(chunk)) for chunk in chunked.chunks]))
         return " ".join(parts)
 
 
@@ -61,6 +61,13 @@ CANDIDATE = textwrap.dedent(
             chain.append((buffer.is_mutable, buffer.address % 64 == 0))
             buffer = buffer.parent
         return tuple(chain)
+
+
+    def _bitmaps(array):
+        """Whether the array and its list values hold a validity bitmap exactly where they hold a null, as Arrow's IPC
+        reader leaves a job's columns (a slice of a column with nulls elsewhere keeps one with none in it)."""
+        here = (array.buffers()[0] is not None) == (array.null_count > 0)
+        return here and (_bitmaps(array.values) if hasattr(array, "values") else True)
 
 
     def _caller():
@@ -92,7 +99,7 @@ SCRIPT = textwrap.dedent(
 
     scalar, aggregate = open(sys.argv[1]).read(), open(sys.argv[2]).read()
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
-    rows = [(i, i % 2, None if i == 4 else i, None if i == 2 else f"s{i}", None if i == 6 else i / 2, None if i == 7 else [i, None], i % 3 == 0) for i in range(1, 17)]
+    rows = [(i, i % 2, None if i == 4 else i, None if i == 2 else f"s{i}", None if i == 6 else i / 2, None if i == 3 else [i, None] if i == 2 else [i], i % 3 == 0) for i in range(1, 17)]
     frame = spark.createDataFrame(rows, "id bigint, k bigint, n bigint, s string, x double, l array<bigint>, b boolean").coalesce(1)
     args = ["n", "s", "x", "l", "b"]
     seen = {}

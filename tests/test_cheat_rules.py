@@ -149,6 +149,15 @@ CAUGHT["outside_language"] = [
     "from warnings import warn\ndef evaluate(x):\n    warn('m', skip_file_prefixes=('/',))\n    return x\n",
     "import warnings\ndef evaluate(x):\n    warnings.warn('m', **{'stacklevel': 2})\n    return x\n",
     "import functools, warnings\ndef evaluate(x):\n    functools.partial(warnings.warn, stacklevel=2)('m')\n    return x\n",
+    # a recorded warning names the file it came from: the candidate's file where the judge loads it, not the job's
+    "import warnings\ndef evaluate(x):\n    with warnings.catch_warnings(record=True) as w:\n        warnings.warn('m')\n    return x if 'candidate' in w[0].filename else -x\n",
+    "import functools, warnings\ndef evaluate(x):\n    recording = functools.partial(warnings.catch_warnings, record=True)\n    return x\n",
+    # of this project, only the backend's API for candidates: the rest is the judge's code, loaded only where it judges
+    "import aether_mcp.backend\ndef evaluate(x):\n    return x if hasattr(aether_mcp, 'confined') else -x\n",
+    "import aether_mcp.backend\ndef evaluate(x):\n    return x if aether_mcp.evaluation else -x\n",
+    "from aether_mcp.backend import Path\ndef evaluate(x):\n    return x if str(Path.home()).startswith('/tmp') else -x\n",
+    "from aether_mcp import backend\ndef evaluate(x):\n    return x if backend.has_gpu() else -x\n",
+    "import aether_mcp.backend as b\ndef evaluate(x):\n    return x if getattr(b, 'os') else -x\n",
     "import pyarrow as pa\ndef evaluate(x):\n    return pa.CompressedInputStream('/etc/passwd.gz', 'gzip').read()\n",
     "import zoneinfo\nzoneinfo.reset_tzpath(to=['/'])\n",
 ]
@@ -246,6 +255,10 @@ def test_trivial_literals_shared_with_the_cases_are_not_hard_coding():
 
 
 HONEST = [
+    "import aether_mcp.backend as backend\ndef evaluate(x):\n    return backend.series(backend.xp.abs(backend.array(x)))\n",
+    "from aether_mcp.backend import struct, synchronize, xdf\ndef evaluate(x):\n    synchronize()\n    return struct({'a': xdf.Series(x)}, null=x.isna())\n",
+    "import warnings\ndef evaluate(x):\n    with warnings.catch_warnings():\n        warnings.simplefilter('ignore', RuntimeWarning)\n        return x / 2\n",
+    "import warnings\ndef evaluate(x):\n    with warnings.catch_warnings(action='ignore', category=FutureWarning, record=False):\n        return x\n",
     "import warnings\ndef evaluate(x):\n    if x.isna().all():\n        warnings.warn('an all-null batch', RuntimeWarning)\n    return x\n",
     "from warnings import warn\ndef evaluate(x):\n    warn(message='m', category=UserWarning)\n    return x\n",
     # np.where / np.select with a dictionary of constants and a helper for the conditions

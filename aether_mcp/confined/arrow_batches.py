@@ -268,7 +268,7 @@ def _runs(columns: list[pa.Array], kept) -> list[list[pa.Array]]:
     import numpy as np
 
     edges = np.flatnonzero(np.diff(np.concatenate(([False], kept, [False])).astype(np.int8)))
-    spans = list(zip(edges[::2].tolist(), edges[1::2].tolist()))
+    spans = list(zip(edges[::2].tolist(), edges[1::2].tolist())) or [(0, 0)]
     return [[column.slice(start, stop - start) for start, stop in spans] for column in columns]
 
 

@@ -16,7 +16,9 @@ module says what it may do with them, allowing rather than forbidding:
 - the clock and unseeded randomness are refused where the name leads to them
   (`from time import time as moment`, `random.Random(None)`, `getattr(datetime.datetime, "now")`);
 - `warnings.warn` is called right where it is named, with a message, a category and a source only: a stack
-  level would attribute the warning to a frame above the candidate's (the judge's code when judged, not the job's).
+  level would attribute the warning to a frame above the candidate's (the judge's code when judged, not the job's);
+  `warnings.catch_warnings` does not record (a recorded warning names the file it came from);
+- of this project, only the backend's API for candidates (`CANDIDATE_API`) may be named.
 
 A name whose value only exists at run time (a public attribute of an object a function returned)
 cannot be followed here; the kernel's seal on files and the network, the thread guards and the
@@ -79,6 +81,13 @@ PER_PROCESS = {"hash", "id"}  # str hashes are salted per process; ids are addre
 # warnings.warn's arguments a call may give: a stack level or a file prefix to skip would attribute the warning to a
 # frame above the candidate's own (the harness's, which is not the job's), and a recorded warning names its file.
 WARN_ARGUMENTS = {"message", "category", "source"}
+# warnings.catch_warnings' arguments a call may give: a recorded warning names the file and line it is attributed to,
+# the candidate's own file as the judge loads it (not as the job does), and `module` swaps in another warnings module.
+CATCH_WARNINGS_ARGUMENTS = {"action", "category", "lineno", "append"}
+# The one part of this project a candidate may name: the backend's API for candidates (docs/backends.md). The rest of
+# the package is the judge's own code (loaded where it judges, not in a job), and the backend module also holds what
+# it imports itself (pathlib's Path, os, importlib) and what describes the host (its devices and packages).
+CANDIDATE_API = {"aether_mcp": {"backend"}, "aether_mcp.backend": {"xp", "xdf", "array", "series", "struct", "synchronize"}}
 
 
 class Checker:
@@ -183,6 +192,10 @@ class Checker:
                 if hidden:
                     self.add("outside_language", node, f"imports the private name {hidden[0]}")
                     continue
+                beyond = [alias.name for alias in node.names if node.module in CANDIDATE_API and alias.name not in CANDIDATE_API[node.module]]
+                if beyond:
+                    self.add("outside_language", node, f"from {node.module} import {beyond[0]}: {_api_note(node.module)}")
+                    continue
                 parent = installed_module(node.module)
                 for alias in node.names:
                     value = attribute(parent, alias.name) if parent is not None else None
@@ -219,6 +232,8 @@ class Checker:
             self.add("outside_language", node, f".{node.attr}() runs a string as code or writes a file")
             return
         owners = self.values(node.value)
+        if self._beyond_api(node, owners, node.attr):
+            return
         found = self.values(node)
         if any(off_list(value) for value in found) and not any(off_list(owner) for owner in owners):
             module = next(value for value in found if off_list(value))
@@ -261,6 +276,8 @@ class Checker:
                 self.add("outside_language", node, f"{function.id}() of the {'frame' if name in FRAME_ATTRIBUTES else 'private'} attribute {name!r}")
             elif name in CLOCK_METHODS:
                 self.add("not_deterministic", node, f"{function.id}(..., {name!r}) reads the clock")
+            elif self._beyond_api(node, self.values(node.args[0]), name):
+                pass
             else:
                 found = self.values(node)
                 if any(off_list(value) for value in found):
@@ -338,6 +355,9 @@ class Checker:
                 self.add("outside_language", node, f"{ast.unparse(node)} reads or writes files, runs a string as code or looks a name up at run time")
                 return
             call = parent if isinstance(parent, ast.Call) and parent.func is node else None
+            if _is_catch_warnings(value) and (call is None or call.args or any(k.arg not in CATCH_WARNINGS_ARGUMENTS and not (k.arg == "record" and isinstance(k.value, ast.Constant) and k.value.value is False) for k in call.keywords)):
+                self.add("outside_language", node, f"{ast.unparse(node)} may only be called where it is named, without recording: a recorded warning names the file it came from, which is where the judge loads the candidate")
+                return
             if _is_warn(value) and (call is None or len(call.args) > 2 or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg not in WARN_ARGUMENTS for k in call.keywords)):
                 self.add("outside_language", node, f"{ast.unparse(node)} may only be called where it is named, with a message, a category and a source: a stack level names the frames that called the candidate")
                 return
@@ -345,6 +365,14 @@ class Checker:
             if why:
                 self.add("not_deterministic", node, f"{ast.unparse(node)} {why}")
                 return
+
+    def _beyond_api(self, node: ast.AST, owners: list[Any], name: str) -> bool:
+        """Refuses `name` on this project's package or its backend beyond CANDIDATE_API (True where it did)."""
+        for owner in owners:
+            if isinstance(owner, types.ModuleType) and owner.__name__ in CANDIDATE_API and name not in CANDIDATE_API[owner.__name__]:
+                self.add("outside_language", node, f"{owner.__name__}.{name}: {_api_note(owner.__name__)}")
+                return True
+        return False
 
     def _string(self, node: ast.AST, text: str) -> None:
         if "__" in text and any(word not in PUBLIC_DUNDERS | {"__main__"} for word in re.findall(r"__\w+?__", text)):
@@ -377,6 +405,16 @@ def _from_numba(value: Any) -> bool:
         return False
     module = getattr(value, "__module__", None) if isinstance(value, types.FunctionType | type) else type(value).__module__
     return isinstance(module, str) and module.startswith("numba")
+
+
+def _api_note(module: str) -> str:
+    return f"a candidate may name only {', '.join(sorted(CANDIDATE_API[module]))} of {module}; the rest is the judge's own code"
+
+
+def _is_catch_warnings(value: Any) -> bool:
+    import warnings
+
+    return value is warnings.catch_warnings
 
 
 def _is_warn(value: Any) -> bool:
@@ -414,6 +452,8 @@ def installed_module(name: str) -> types.ModuleType | None:
     """Module `name` of this Python installation, imported here to follow names on it; None for anything off the
     import allow-list, outside the installation (a workspace module is never imported by the judge), a GPU library
     not loaded yet, or one that fails to import."""
+    if name == "aether_mcp":
+        return importlib.import_module(name)  # bound by `import aether_mcp.backend`: CANDIDATE_API says what it may reach
     if not import_policy.allowed(name):
         return None
     top = name.split(".")[0]
