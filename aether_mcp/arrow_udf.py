@@ -8,6 +8,7 @@ which byte_compare and run_benchmark use. The columns reach `evaluate` through t
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,6 +18,12 @@ from aether_mcp.lazy_import import lazy_module
 np = lazy_module("numpy")
 pd = lazy_module("pandas")
 pa = lazy_module("pyarrow")
+
+# How deep `evaluate` may recurse (frames, and C recursion such as json.loads of nested text) before RecursionError,
+# in a job and in every judged call alike. The harness stacks more frames above a judged call than Spark does above a
+# job's (deeper still in the isolation's parts), so a candidate that measured its room could tell them apart.
+EVALUATE_ROOM = 900
+_ROOM: dict[tuple, int] = {}  # the room found above `_in_room`, per stack of code objects and tracing
 
 
 def arguments(columns: Sequence[Any]) -> list[Any]:
@@ -49,10 +56,42 @@ def _copied(column: Any) -> pa.Array:
 def call(evaluate: Callable[..., Any], series: list[Any], return_type: pa.DataType) -> pa.Array:
     """`evaluate(*series)` on one batch's `arguments`: its result as Arrow, one value per row."""
     size = len(series[0])
-    result = evaluate(*series)
+    result = _in_room(evaluate, series)
     if len(result) != size:
         raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
     return backend.to_arrow(result, return_type)
+
+
+def _in_room(evaluate: Callable[..., Any], series: list[Any]) -> Any:
+    """`evaluate(*series)` with exactly EVALUATE_ROOM levels of recursion left to it, wherever it is called from.
+
+    The room left here is found once per stack (its code objects, and whether a trace or profile function runs, which
+    takes room of its own) by recursing until RecursionError; the recursion limit is moved by the difference for the
+    call and put back after it.
+    """
+    frame, stack = sys._getframe(), []
+    while frame is not None:
+        stack.append(frame.f_code)
+        frame = frame.f_back
+    key = (tuple(stack), sys.gettrace() is not None, sys.getprofile() is not None)
+    room = _ROOM.get(key)
+    if room is None:
+        room = _ROOM[key] = _room(0)
+        if len(_ROOM) > 256:  # (a few stacks in practice: the job's, the judge's batch call and its halving levels)
+            _ROOM.clear()
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit - room + EVALUATE_ROOM)
+    try:
+        return evaluate(*series)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _room(depth: int) -> int:
+    try:
+        return _room(depth + 1)
+    except RecursionError:
+        return depth
 
 
 def run_on_arrow(evaluate: Callable[..., Any], columns: Sequence[Any], return_type: pa.DataType) -> pa.Array:
@@ -62,7 +101,7 @@ def run_on_arrow(evaluate: Callable[..., Any], columns: Sequence[Any], return_ty
 
 def aggregate_on_arrow(evaluate: Callable[..., Any], columns: Sequence[Any], return_type: pa.DataType) -> pa.Array:
     """`evaluate(*series)` on one group's Arrow columns: its one value, as a one-element array of the declared type."""
-    result = evaluate(*arguments(columns))
+    result = _in_room(evaluate, arguments(columns))
     if isinstance(result, (pd.Series, pd.DataFrame, np.ndarray, list)) and not pa.types.is_struct(return_type) and not pa.types.is_list(return_type):
         raise ValueError(f"evaluate returned {type(result).__name__} for a group; an aggregation returns one value")
     single = pd.Series([result], dtype=object) if result is None or isinstance(result, (dict, tuple, list)) else pd.Series([result])

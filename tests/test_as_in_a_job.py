@@ -27,6 +27,8 @@ pytestmark = pytest.mark.slow  # it starts Spark (in a subprocess of its own)
 
 CANDIDATE = textwrap.dedent(
     '''
+    import json
+    import sys
     import warnings
 
     import numpy as np
@@ -77,8 +79,33 @@ CANDIDATE = textwrap.dedent(
         return caught[0].filename.rsplit("/", 1)[-1]
 
 
+    def _room(depth):
+        try:
+            return _room(depth + 1)
+        except RecursionError:
+            return depth
+
+
+    def _json_room():
+        low, high = 1, 5000
+        while low < high:
+            middle = (low + high + 1) // 2
+            try:
+                json.loads("[" * middle + "]" * middle)
+                low = middle
+            except RecursionError:
+                high = middle - 1
+        return low
+
+
+    def _rooms():
+        # how deep evaluate may recurse; the audit's step counter takes room of its own, and a candidate that behaves
+        # otherwise while it is counted is caught by comparing counted and uncounted runs, so counted calls say nothing
+        return "counted" if sys.gettrace() or sys.getprofile() else f"room {_room(0)} {_json_room()}"  # (read apart)
+
+
     def evaluate(*columns):
-        SEEN.append(" / ".join(_described(column) for column in columns) + " called from " + _caller())
+        SEEN.append(" / ".join(_described(column) for column in columns) + " called from " + _caller() + " " + _rooms())
         if (columns[0] == 3).any():
             raise ValueError("three")
         seen = "|".join(sorted(set(SEEN)))
@@ -136,9 +163,17 @@ def test_the_judges_calls_hand_a_candidate_arguments_as_a_jobs_arrow_udfs_do(tmp
     ran = subprocess.run([sys.executable, "-c", SCRIPT, str(scalar), str(aggregate)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr[-3000:]
     seen = json.loads(ran.stdout.strip().splitlines()[-1])
+    # How deep evaluate could recurse is read apart: it moves by a level or two with how far the interpreter has
+    # specialized the candidate's own recursion, in a job as when judged; the harness's frames moved it by many more.
+    rooms = {world: [tuple(map(int, line.rsplit(" room ", 1)[1].split())) for line in seen[world] if " room " in line] for world in seen if world != "judge errors"}
+    seen = {world: sorted({line.rsplit(" room ", 1)[0] for line in lines}) for world, lines in seen.items()}
     # the judge did isolate row 3 (halving down to it), then called the rows that return together and counted them
     assert seen["judge errors"] == ["ValueError: three"], seen["judge errors"]
     # one description in the job; Spark named the columns _0, _1, ... there, the series carry no name anywhere
     assert len(seen["job"]) == 1 and "Series None Int64" in seen["job"][0] and "'_0'" not in seen["job"][0], seen["job"]
-    assert seen["judge"] == seen["job"], (seen["judge"], seen["job"])
+    counted = [line for line in seen["judge"] if line.endswith(" counted")]
+    assert counted == [seen["job"][0] + " counted"], counted  # the batch's own call and the count, under the step counter
+    assert [line for line in seen["judge"] if not line.endswith(" counted")] == seen["job"], (seen["judge"], seen["job"])
+    every = [room for world in rooms.values() for room in world]
+    assert rooms["judge"] and rooms["job"] and all(max(room[i] for room in every) - min(room[i] for room in every) <= 2 for i in (0, 1)), rooms
     assert len(seen["job group"]) == 1 and seen["judge group"] == seen["job group"], (seen["judge group"], seen["job group"])
