@@ -23,7 +23,7 @@ pa = lazy_module("pyarrow")
 # in a job and in every judged call alike. The harness stacks more frames above a judged call than Spark does above a
 # job's (deeper still in the isolation's parts), so a candidate that measured its room could tell them apart.
 EVALUATE_ROOM = 900
-_ROOM: dict[tuple, int] = {}  # the room found above `_in_room`, per stack of code objects and tracing
+_DEPTH: dict[tuple, int] = {}  # the recursion depth found at `_in_room`, per stack of code objects and tracing
 
 
 def arguments(columns: Sequence[Any]) -> list[Any]:
@@ -56,33 +56,43 @@ def _copied(column: Any) -> pa.Array:
 def call(evaluate: Callable[..., Any], series: list[Any], return_type: pa.DataType) -> pa.Array:
     """`evaluate(*series)` on one batch's `arguments`: its result as Arrow, one value per row."""
     size = len(series[0])
-    result = _in_room(evaluate, series)
-    if len(result) != size:
-        raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
-    return backend.to_arrow(result, return_type)
+
+    def checked() -> pa.Array:  # (all in the room: a result of the candidate's own type runs its code here too)
+        result = evaluate(*series)
+        if len(result) != size:
+            raise ValueError(f"evaluate returned {len(result)} values for a batch of {size} rows")
+        return backend.to_arrow(result, return_type)
+
+    return _in_room(checked)
 
 
-def _in_room(evaluate: Callable[..., Any], series: list[Any]) -> Any:
-    """`evaluate(*series)` with exactly EVALUATE_ROOM levels of recursion left to it, wherever it is called from.
+def _in_room(work: Callable[[], Any]) -> Any:
+    """`work()` (a call of `evaluate` and what handles its result) with exactly EVALUATE_ROOM levels of recursion left
+    to it, wherever it is called from.
 
-    The room left here is found once per stack (its code objects, and whether a trace or profile function runs, which
-    takes room of its own) by recursing until RecursionError; the recursion limit is moved by the difference for the
-    call and put back after it.
+    The recursion depth here is found once per stack (its code objects, and whether a trace or profile function runs,
+    which takes room of its own) by recursing until RecursionError; the recursion limit is set that far above it for
+    the call and put back after it. A trace or profile function that the probe's RecursionError turned off is put back.
     """
     frame, stack = sys._getframe(), []
     while frame is not None:
         stack.append(frame.f_code)
         frame = frame.f_back
-    key = (tuple(stack), sys.gettrace() is not None, sys.getprofile() is not None)
-    room = _ROOM.get(key)
-    if room is None:
-        room = _ROOM[key] = _room(0)
-        if len(_ROOM) > 256:  # (a few stacks in practice: the job's, the judge's batch call and its halving levels)
-            _ROOM.clear()
+    tracer, profiler = sys.gettrace(), sys.getprofile()
+    key = (tuple(stack), tracer is not None, profiler is not None)
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(limit - room + EVALUATE_ROOM)
+    depth = _DEPTH.get(key)
+    if depth is None:
+        if len(_DEPTH) >= 256:  # (a few stacks in practice: the job's, the judge's batch call and its halving levels)
+            _DEPTH.clear()
+        depth = _DEPTH[key] = limit - _room(0)
+        if sys.gettrace() is not tracer:
+            sys.settrace(tracer)
+        if sys.getprofile() is not profiler:
+            sys.setprofile(profiler)
+    sys.setrecursionlimit(depth + EVALUATE_ROOM)
     try:
-        return evaluate(*series)
+        return work()
     finally:
         sys.setrecursionlimit(limit)
 
@@ -101,11 +111,16 @@ def run_on_arrow(evaluate: Callable[..., Any], columns: Sequence[Any], return_ty
 
 def aggregate_on_arrow(evaluate: Callable[..., Any], columns: Sequence[Any], return_type: pa.DataType) -> pa.Array:
     """`evaluate(*series)` on one group's Arrow columns: its one value, as a one-element array of the declared type."""
-    result = _in_room(evaluate, arguments(columns))
-    if isinstance(result, (pd.Series, pd.DataFrame, np.ndarray, list)) and not pa.types.is_struct(return_type) and not pa.types.is_list(return_type):
-        raise ValueError(f"evaluate returned {type(result).__name__} for a group; an aggregation returns one value")
-    single = pd.Series([result], dtype=object) if result is None or isinstance(result, (dict, tuple, list)) else pd.Series([result])
-    return backend.to_arrow(single, return_type)
+    series = arguments(columns)
+
+    def checked() -> pa.Array:  # (in the room, as `call`)
+        result = evaluate(*series)
+        if isinstance(result, (pd.Series, pd.DataFrame, np.ndarray, list)) and not pa.types.is_struct(return_type) and not pa.types.is_list(return_type):
+            raise ValueError(f"evaluate returned {type(result).__name__} for a group; an aggregation returns one value")
+        single = pd.Series([result], dtype=object) if result is None or isinstance(result, (dict, tuple, list)) else pd.Series([result])
+        return backend.to_arrow(single, return_type)
+
+    return _in_room(checked)
 
 
 def spark_arrow_aggregate(evaluate: Callable[..., Any], return_type: Any):

@@ -23,8 +23,6 @@ import textwrap
 
 import pytest
 
-pytestmark = pytest.mark.slow  # it starts Spark (in a subprocess of its own)
-
 CANDIDATE = textwrap.dedent(
     '''
     import json
@@ -154,6 +152,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # it starts Spark (in a subprocess of its own)
 def test_the_judges_calls_hand_a_candidate_arguments_as_a_jobs_arrow_udfs_do(tmp_path):
     scalar, aggregate = tmp_path / "scalar.py", tmp_path / "aggregate.py"
     scalar.write_text(CANDIDATE)
@@ -177,3 +176,61 @@ def test_the_judges_calls_hand_a_candidate_arguments_as_a_jobs_arrow_udfs_do(tmp
     every = [room for world in rooms.values() for room in world]
     assert rooms["judge"] and rooms["job"] and all(max(room[i] for room in every) - min(room[i] for room in every) <= 2 for i in (0, 1)), rooms
     assert len(seen["job group"]) == 1 and seen["judge group"] == seen["job group"], (seen["judge group"], seen["job group"])
+
+
+class _Measured(list):
+    """A result whose own code measures the room where the harness handles it (its length, taken after evaluate)."""
+
+    rooms: list[int] = []
+
+    def __len__(self) -> int:
+        if sys.gettrace() is None:
+            _Measured.rooms.append(_room(0))
+        return super().__len__()
+
+
+def _room(depth: int) -> int:
+    try:
+        return _room(depth + 1)
+    except RecursionError:
+        return depth
+
+
+def test_evaluate_and_what_handles_its_result_get_the_same_room_from_any_depth_and_a_tracer_survives_the_probe():
+    # the room is found by recursing to RecursionError, which CPython answers by turning off a trace function that
+    # raises: the harness puts it back, so the audit's step counter still counts the first call on a new stack
+    import pyarrow as pa
+
+    from aether_mcp import arrow_udf
+
+    rooms, traced = [], []
+
+    def evaluate(x):
+        traced.append(sys.gettrace() is not None)
+        if not traced[-1]:  # (a RecursionError of the candidate's own under a trace function would turn it off)
+            rooms.append(_room(0))
+        return _Measured(range(len(x)))
+
+    def deeper(levels: int):
+        return deeper(levels - 1) if levels else arrow_udf.run_on_arrow(evaluate, [pa.array([1, 2, 3])], pa.int64())
+
+    def tracer(frame, event, arg):
+        return None
+
+    _Measured.rooms.clear()
+    for levels in (0, 40, 200, 0):
+        assert deeper(levels).to_pylist() == [0, 1, 2]
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        deeper(77)
+        assert sys.gettrace() is tracer
+    finally:
+        sys.settrace(previous)
+    assert traced == [False] * 4 + [True]
+    # (within 2 levels: how far the interpreter has specialized the measuring recursion moves it by a level or so;
+    # the stacks above moved it by as many levels as they are deep)
+    assert max(rooms) - min(rooms) <= 2 and abs(rooms[0] - arrow_udf.EVALUATE_ROOM) <= 5, rooms
+    each = len(_Measured.rooms) // 4  # (its length is taken in a few places on the way back, each the same in every call)
+    calls = [_Measured.rooms[i * each : (i + 1) * each] for i in range(4)]
+    assert each and all(max(room) - min(room) <= 2 for room in zip(*calls)), _Measured.rooms

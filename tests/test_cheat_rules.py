@@ -158,6 +158,12 @@ CAUGHT["outside_language"] = [
     "from aether_mcp.backend import Path\ndef evaluate(x):\n    return x if str(Path.home()).startswith('/tmp') else -x\n",
     "from aether_mcp import backend\ndef evaluate(x):\n    return x if backend.has_gpu() else -x\n",
     "import aether_mcp.backend as b\ndef evaluate(x):\n    return x if getattr(b, 'os') else -x\n",
+    # names are not followed through class attributes: no module bound, no import, in a class body
+    "import aether_mcp.backend\nclass K:\n    m = aether_mcp.backend\ndef evaluate(x):\n    return x if str(K.m.Path.home()).startswith('/tmp') else -x\n",
+    "class K:\n    import warnings as w\ndef evaluate(x):\n    with K.w.catch_warnings(record=True) as r:\n        K.w.warn('m')\n    return x if r else -x\n",
+    # a catch_warnings object outside a `with` can be made to record: by its type, or by running __init__ again
+    "import warnings\nC = type(warnings.catch_warnings())\ndef evaluate(x):\n    with C(record=True) as w:\n        warnings.warn('m')\n    return x if w else -x\n",
+    "import warnings\ndef evaluate(x):\n    c = warnings.catch_warnings()\n    c.__init__(record=True)\n    with c as w:\n        warnings.warn('m')\n    return x if w else -x\n",
     "import pyarrow as pa\ndef evaluate(x):\n    return pa.CompressedInputStream('/etc/passwd.gz', 'gzip').read()\n",
     "import zoneinfo\nzoneinfo.reset_tzpath(to=['/'])\n",
 ]
@@ -255,6 +261,7 @@ def test_trivial_literals_shared_with_the_cases_are_not_hard_coding():
 
 
 HONEST = [
+    "class Scaled(dict):\n    def __init__(self, factor):\n        super().__init__(factor=factor)\n        self.factor = factor\ndef evaluate(x):\n    return x * Scaled(2).factor\n",
     "import aether_mcp.backend as backend\ndef evaluate(x):\n    return backend.series(backend.xp.abs(backend.array(x)))\n",
     "from aether_mcp.backend import struct, synchronize, xdf\ndef evaluate(x):\n    synchronize()\n    return struct({'a': xdf.Series(x)}, null=x.isna())\n",
     "import warnings\ndef evaluate(x):\n    with warnings.catch_warnings():\n        warnings.simplefilter('ignore', RuntimeWarning)\n        return x / 2\n",

@@ -164,6 +164,18 @@ class Checker:
                         found[function] = first
         return found
 
+    def _constructing(self, node: ast.Attribute) -> bool:
+        """`super().__init__`, or `self.__init__`/`cls.__new__` in a method of a class of the candidate's own."""
+        value = node.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "super" and "super" not in self.imported:
+            return True
+        parent = self.parents.get(node)
+        while isinstance(value, ast.Name) and parent is not None:
+            if parent in self.methods_self:
+                return value.id == self.methods_self[parent]
+            parent = self.parents.get(parent)
+        return False
+
     def _own_private(self, node: ast.Attribute) -> bool:
         """`self._x` in a method of a class of the candidate's own (single underscore only)."""
         if node.attr.startswith("__") or not isinstance(node.value, ast.Name):
@@ -202,6 +214,8 @@ class Checker:
                     if off_list(value) or (value is not None and not isinstance(value, types.ModuleType) and denied(value)):
                         what = f"the module {value.__name__}, which is not on the import allow-list" if off_list(value) else "a function that reads or writes files, runs a string as code or looks a name up at run time"
                         self.add("outside_language", node, f"from {node.module} import {alias.name} is {what}")
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and isinstance(self.parents.get(node), ast.ClassDef):
+                self.add("outside_language", node, "an import in a class body makes what it imports a class attribute, which the rules cannot follow; import at module level")
             elif isinstance(node, ast.Import) and any(_private(part) for alias in node.names for part in alias.name.split(".")):
                 self.add("outside_language", node, "imports a private module")
             elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and node.id.startswith("__") and node.id not in ALLOWED_DUNDER_NAMES:
@@ -222,6 +236,9 @@ class Checker:
                     self.add("outside_language", annotation, "an annotation written as a string is code that whatever reads annotations evaluates; write it as an expression")
 
     def _attribute(self, node: ast.Attribute) -> None:
+        if node.attr in ("__init__", "__new__") and not self._constructing(node):
+            self.add("outside_language", node, f".{node.attr} outside super().{node.attr} or the method's own self: it would run a constructor again on an object made elsewhere")
+            return
         if _private(node.attr) and not self._own_private(node):
             self.add("outside_language", node, f"{'frame attribute' if node.attr in FRAME_ATTRIBUTES else 'private attribute'} .{node.attr}")
             return
@@ -259,7 +276,9 @@ class Checker:
         """A module may only be `module.name`; a denied object is refused wherever it is named; the clock and randomness too."""
         parent = self.parents.get(node)
         as_base = isinstance(parent, ast.Attribute) and parent.value is node
-        aliased = _simple_binding(parent)[1] is node if parent is not None else False
+        # `alias = module` at module level or in a function; in a class body it would be a class attribute (K.alias,
+        # self.alias), which names are not followed through
+        aliased = (_simple_binding(parent)[1] is node and not isinstance(self.parents.get(parent), ast.ClassDef)) if parent is not None else False
         looked_up = isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in ("getattr", "hasattr") and parent.args[:1] == [node]
         if any(isinstance(value, types.ModuleType) for value in found) and not (as_base or aliased or looked_up):
             self.add("outside_language", node, f"uses the module {ast.unparse(node)} as a value; a module may only be used as {ast.unparse(node)}.name")
@@ -355,8 +374,9 @@ class Checker:
                 self.add("outside_language", node, f"{ast.unparse(node)} reads or writes files, runs a string as code or looks a name up at run time")
                 return
             call = parent if isinstance(parent, ast.Call) and parent.func is node else None
-            if _is_catch_warnings(value) and (call is None or call.args or any(k.arg not in CATCH_WARNINGS_ARGUMENTS and not (k.arg == "record" and isinstance(k.value, ast.Constant) and k.value.value is False) for k in call.keywords)):
-                self.add("outside_language", node, f"{ast.unparse(node)} may only be called where it is named, without recording: a recorded warning names the file it came from, which is where the judge loads the candidate")
+            in_with = call is not None and isinstance(self.parents.get(call), ast.withitem) and self.parents[call].context_expr is call
+            if _is_catch_warnings(value) and (not in_with or call.args or any(k.arg not in CATCH_WARNINGS_ARGUMENTS and not (k.arg == "record" and isinstance(k.value, ast.Constant) and k.value.value is False) for k in call.keywords)):
+                self.add("outside_language", node, f"{ast.unparse(node)} may only open a `with` block, without recording: a recorded warning names the file it came from, which is where the judge loads the candidate")
                 return
             if _is_warn(value) and (call is None or len(call.args) > 2 or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg not in WARN_ARGUMENTS for k in call.keywords)):
                 self.add("outside_language", node, f"{ast.unparse(node)} may only be called where it is named, with a message, a category and a source: a stack level names the frames that called the candidate")
@@ -452,8 +472,9 @@ def installed_module(name: str) -> types.ModuleType | None:
     """Module `name` of this Python installation, imported here to follow names on it; None for anything off the
     import allow-list, outside the installation (a workspace module is never imported by the judge), a GPU library
     not loaded yet, or one that fails to import."""
-    if name == "aether_mcp":
-        return importlib.import_module(name)  # bound by `import aether_mcp.backend`: CANDIDATE_API says what it may reach
+    if name == "aether_mcp":  # bound by `import aether_mcp.backend`: CANDIDATE_API says what it may reach
+        importlib.import_module("aether_mcp.backend")  # (so that aether_mcp.backend is followed to the module)
+        return importlib.import_module(name)
     if not import_policy.allowed(name):
         return None
     top = name.split(".")[0]
