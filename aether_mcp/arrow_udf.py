@@ -33,7 +33,8 @@ def arguments(columns: Sequence[Any]) -> list[Any]:
     copied into buffers of its own, offset 0, with no parent buffer and no name, and converted by the backend.
     Whatever Spark's batch looked like (a slice of one IPC message, columns named by their place in the plan)
     or the judge's (a mapInArrow batch beside the row ids, a part of it, the rows that returned), the series
-    are made the same way from the same values, so nothing about them but the values tells one call from another.
+    are made the same way from the same values, so nothing about the series but their values tells one call from
+    another (tests/test_as_in_a_job.py compares what a candidate can see of them in both).
     """
     return [backend.from_arrow(_copied(column)) for column in columns]
 

@@ -127,7 +127,7 @@ def make_mapper(
             series = arguments(columns)
             # one memory per candidate as loaded here and per what shapes a call's outcome: argument and return types, entry point
             key = f"{digest}:{audit}:{entry_point}:{batch.schema.types[1:]}:{return_type}"
-            if key not in _ALONE and len(_ALONE) >= 4:  # a worker kept warm across candidates keeps the latest few
+            if key not in _ALONE and len(_ALONE) >= 4:  # (audited or not, other argument types: a worker keeps the latest few)
                 _ALONE.clear()
             alone = _ALONE.setdefault(key, _Alone())
             memo = _Memo(batch, alone)

@@ -36,6 +36,7 @@ import string
 import sys
 import sysconfig
 import types
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -375,10 +376,10 @@ class Checker:
                 return
             call = parent if isinstance(parent, ast.Call) and parent.func is node else None
             in_with = call is not None and isinstance(self.parents.get(call), ast.withitem) and self.parents[call].context_expr is call
-            if _is_catch_warnings(value) and (not in_with or call.args or any(k.arg not in CATCH_WARNINGS_ARGUMENTS and not (k.arg == "record" and isinstance(k.value, ast.Constant) and k.value.value is False) for k in call.keywords)):
+            if value is warnings.catch_warnings and (not in_with or call.args or any(k.arg not in CATCH_WARNINGS_ARGUMENTS and not (k.arg == "record" and isinstance(k.value, ast.Constant) and k.value.value is False) for k in call.keywords)):
                 self.add("outside_language", node, f"{ast.unparse(node)} may only open a `with` block, without recording: a recorded warning names the file it came from, which is where the judge loads the candidate")
                 return
-            if _is_warn(value) and (call is None or len(call.args) > 2 or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg not in WARN_ARGUMENTS for k in call.keywords)):
+            if value is warnings.warn and (call is None or len(call.args) > 2 or any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg not in WARN_ARGUMENTS for k in call.keywords)):
                 self.add("outside_language", node, f"{ast.unparse(node)} may only be called where it is named, with a message, a category and a source: a stack level names the frames that called the candidate")
                 return
             why = nondeterministic(value, call, self._given(call) if call is not None else None)
@@ -429,18 +430,6 @@ def _from_numba(value: Any) -> bool:
 
 def _api_note(module: str) -> str:
     return f"a candidate may name only {', '.join(sorted(CANDIDATE_API[module]))} of {module}; the rest is the judge's own code"
-
-
-def _is_catch_warnings(value: Any) -> bool:
-    import warnings
-
-    return value is warnings.catch_warnings
-
-
-def _is_warn(value: Any) -> bool:
-    import warnings
-
-    return value is warnings.warn
 
 
 def _is_main(node: ast.AST) -> bool:
