@@ -2,8 +2,9 @@
 
 Runs the suite as `make test` does (two pytest-xdist workers, `--durations=0`) and reads the machine's
 CPU counters (/proc/stat) every second while it runs. Prints the wall time, the test time per file
-(setup, call and teardown, summed over both workers), the CPU-seconds the whole machine spent busy,
-the share of samples in which a core sat idle, and the floor: busy CPU-seconds over the cores, the
+(setup, call and teardown, summed over both workers), the CPU-seconds the whole machine spent busy
+(time the hypervisor took away not counted), the share of one-second samples in which the machine was
+under 90% busy, and the floor: busy CPU-seconds over the cores, the
 wall time no scheduling of the same work can beat. When the floor is near the wall, the suite is
 bound by its CPU work, and only less work (not more workers) makes it faster. Run it on a quiet
 machine; anything else running counts as the suite's.
@@ -31,11 +32,11 @@ SUMMARY = re.compile(r"=+ (.*\d+ passed.*) in ([0-9.]+)s")
 
 
 def _cpu_ticks() -> tuple[int, int]:
-    """(busy, total) jiffies over all cores since boot; iowait counts as idle."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = fields[3] + fields[4]
-    total = sum(fields[:8])
-    return total - idle, total
+    """(busy, total) jiffies over all cores since boot: busy is user, nice, system, irq and softirq; iowait counts as
+    idle, and steal (time the hypervisor gave to others) is left out of both."""
+    user, nice, system, idle, iowait, irq, softirq = (int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:8])
+    busy = user + nice + system + irq + softirq
+    return busy, busy + idle + iowait
 
 
 class CpuWatch:
@@ -87,16 +88,19 @@ def per_file(lines: list[str]) -> tuple[collections.Counter, collections.Counter
     return spent, called
 
 
-def report(lines: list[str], top: int) -> None:
+def report(lines: list[str], top: int) -> bool:
+    """Print the test time per file and pytest's summary; False when `lines` hold no `--durations` lines."""
     spent, called = per_file(lines)
     if not spent:
-        sys.exit("no --durations lines found: run pytest with --durations=0 (this script does), or give the log of such a run")
+        print("no --durations lines found: run pytest with --durations=0 (this script does), or give the log of such a run")
+        return False
     print(f"test time {sum(spent.values()):,.0f} s in {len(spent)} files (pytest lists no phase under 5 ms); the slowest files, with their tests listed:")
     for file, seconds in spent.most_common(top):
         print(f"  {seconds:7.1f} s  {called[file]:4d} tests  {file}")
     summary = next((m for m in map(SUMMARY.search, lines) if m), None)
     if summary:
         print(f"pytest: {summary.group(1)} in {float(summary.group(2)):,.0f} s")
+    return True
 
 
 def main() -> None:
@@ -107,7 +111,8 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=15, help="how many files to list")
     args = parser.parse_args()
     if args.log:
-        report(Path(args.log).read_text(encoding="utf-8", errors="replace").splitlines(), args.top)
+        if not report(Path(args.log).read_text(encoding="utf-8", errors="replace").splitlines(), args.top):
+            sys.exit(1)
         return
     if not Path("/proc/stat").is_file():
         sys.exit("this needs Linux's /proc/stat to read the machine's CPU time; give --log to read an earlier run instead")
@@ -121,7 +126,7 @@ def main() -> None:
     report(lines, args.top)
     cores = os.cpu_count() or 1
     print(f"wall {wall:,.0f} s; the machine busy for {cpu.busy_s:,.0f} CPU-s on {cores} cores ({cpu.busy_s / (wall * cores):.0%} of what it had)")
-    print(f"floor: {cpu.busy_s / cores:,.0f} s, the least wall time this much CPU work takes on {cores} cores; {cpu.idle_share:.0%} of one-second samples had a core partly idle")
+    print(f"floor: {cpu.busy_s / cores:,.0f} s, the least wall time this much CPU work takes on {cores} cores; {cpu.idle_share:.0%} of one-second samples were under 90% busy")
     if done.returncode != 0:
         print("\n".join(lines[-30:]))
         sys.exit(f"pytest exited {done.returncode}: the times above are of a failing run")
